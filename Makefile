@@ -1,0 +1,60 @@
+# pagoda: `make` builds build/bin/pagoda; `make run` serves the bundled model; `make test` runs
+# every test suite (release build, ASan+UBSan unit tests, bounded fuzzing). Each installs its
+# Debian packages when missing.
+.PHONY: all build run test test-release test-asan test-fuzz deps deps-test format clean
+
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 30
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+deps-test:
+	@scripts/install-deps.sh test
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_WERROR=ON $(CMAKE_FLAGS)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/bin/pagoda run -p "Once upon a time"
+
+test: deps-test test-release test-asan test-fuzz
+	@echo "make test: all suites passed"
+
+test-release: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -LE gpu -j $(JOBS)
+
+$(ASAN_DIR)/build.ninja:
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPAGODA_SANITIZE=ON \
+	  -DPAGODA_UNIT_ONLY=ON -DPAGODA_BUILD_BENCH=OFF -DPAGODA_WERROR=ON \
+	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_FLAGS)
+
+test-asan: deps-test $(ASAN_DIR)/build.ninja
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -L unit -j $(JOBS)
+
+$(FUZZ_DIR)/build.ninja:
+	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZZ=ON \
+	  -DPAGODA_UNIT_ONLY=ON -DPAGODA_BUILD_TESTS=ON -DPAGODA_BUILD_BENCH=OFF \
+	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_FLAGS)
+
+test-fuzz: deps-test $(FUZZ_DIR)/build.ninja
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

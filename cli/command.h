@@ -1,0 +1,23 @@
+// The `pagoda` binary's subcommands. Each lives in its own commands/<name>.cc and registers
+// itself with CLI11; main.cc lists them. A command's action returns the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace pagoda::cli {
+
+using CommandAction = std::function<int()>;
+
+// Adds one subcommand to `app`; when it is selected, `action` is set to run it.
+using RegisterCommand = void (*)(CLI::App& app, CommandAction& action);
+
+// Prints "pagoda: <message>" to stderr as one line and returns exit code 1.
+int fail(const std::string& message);
+
+// The default model bundled with the repository (models/demo.gguf), or "" if absent.
+std::string default_model_path();
+
+}  // namespace pagoda::cli

@@ -1,0 +1,19 @@
+// The list of subcommands. Add a command: write commands/<name>.cc defining register_<name>,
+// declare it here and list it in all_commands().
+#pragma once
+
+#include <vector>
+
+#include "cli/command.h"
+
+namespace pagoda::cli {
+
+void register_version(CLI::App& app, CommandAction& action);
+
+inline std::vector<RegisterCommand> all_commands() {
+  return {
+      &register_version,
+  };
+}
+
+}  // namespace pagoda::cli

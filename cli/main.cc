@@ -1,0 +1,63 @@
+// pagoda: the command-line entry point. Subcommands are registered from commands/*.cc.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "base/log.h"
+#include "cli/commands/commands.h"
+#include "cli/command.h"
+
+namespace pagoda::cli {
+
+int fail(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  std::fprintf(stderr, "pagoda: %s\n", line.c_str());
+  return 1;
+}
+
+std::string default_model_path() {
+  // Installed next to the binary's source tree: <root>/build/bin/pagoda -> <root>/models.
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates;
+  if (!ec) {
+    candidates.push_back(exe.parent_path() / "../../models/demo.gguf");
+    candidates.push_back(exe.parent_path() / "../share/pagoda/demo.gguf");
+  }
+  candidates.push_back("models/demo.gguf");
+  for (const auto& p : candidates) {
+    if (std::filesystem::exists(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
+  }
+  return "";
+}
+
+}  // namespace pagoda::cli
+
+int main(int argc, char** argv) {
+  using namespace pagoda::cli;
+  pagoda::init_logging(spdlog::level::warn);
+  CLI::App app{"pagoda: an LLM inference engine and OpenAI-compatible server"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  CommandAction action;
+  for (RegisterCommand reg : all_commands()) reg(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return fail(e.what());
+  }
+  if (!action) return fail("no command given (see pagoda --help)");
+  try {
+    return action();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}

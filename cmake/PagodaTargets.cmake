@@ -1,0 +1,85 @@
+# Shared helpers for every pagoda library, binary and test.
+
+set(PAGODA_WARNINGS -Wall -Wextra -Wpedantic -Wnon-virtual-dtor -Wimplicit-fallthrough)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND PAGODA_WARNINGS -Wshadow=local)
+else()
+  list(APPEND PAGODA_WARNINGS -Wshadow-uncaptured-local)
+endif()
+if(PAGODA_WERROR)
+  list(APPEND PAGODA_WARNINGS -Werror)
+endif()
+
+if(PAGODA_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+if(PAGODA_FUZZ)
+  # Instrument everything for coverage; the fuzz targets add -fsanitize=fuzzer at link time.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# Fixtures live beside the checkout (../shared/fixtures); tests skip with a message if absent.
+get_filename_component(PAGODA_FIXTURES_DIR "${CMAKE_SOURCE_DIR}/../shared/fixtures" ABSOLUTE)
+
+# pagoda_library(NAME [DEPS ...] [PRIVATE_DEPS ...])
+# Builds every .cc under the current folder (recursively, excluding ISA-specific subfolders
+# that add their own flags) as library pagoda_<NAME>. Includes are rooted at src/ and include/.
+function(pagoda_library name)
+  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;SOURCES" ${ARGN})
+  if(ARG_SOURCES)
+    set(srcs ${ARG_SOURCES})
+  else()
+    file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  endif()
+  if(NOT srcs)
+    # Not written yet: an interface library keeps the dependency graph whole.
+    add_library(pagoda_${name} INTERFACE)
+    target_include_directories(pagoda_${name} INTERFACE ${CMAKE_SOURCE_DIR}/src
+                                                        ${CMAKE_SOURCE_DIR}/include)
+    target_link_libraries(pagoda_${name} INTERFACE ${ARG_DEPS})
+  else()
+    add_library(pagoda_${name} STATIC ${srcs})
+    target_include_directories(pagoda_${name} PUBLIC ${CMAKE_SOURCE_DIR}/src
+                                                     ${CMAKE_SOURCE_DIR}/include)
+    target_compile_options(pagoda_${name} PRIVATE ${PAGODA_WARNINGS})
+    target_link_libraries(pagoda_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  endif()
+  add_library(pagoda::${name} ALIAS pagoda_${name})
+endfunction()
+
+# pagoda_test(NAME LABELS <labels> SOURCES <files> DEPS <libs>)
+# One GoogleTest binary = one CTest entry, labelled (unit, golden, fuzz, server, slow, gpu).
+function(pagoda_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${PAGODA_WARNINGS})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include
+                                             ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_definitions(${name} PRIVATE PAGODA_FIXTURES_DIR="${PAGODA_FIXTURES_DIR}"
+                                             PAGODA_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+                                             PAGODA_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                       WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+endfunction()
+
+# pagoda_fuzz_target(NAME SOURCES <files> DEPS <libs> [CORPUS dir])
+# Built only when PAGODA_FUZZ is ON (clang). `make test` runs each for a bounded time.
+function(pagoda_fuzz_target name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(NOT PAGODA_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include
+                                             ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+endfunction()

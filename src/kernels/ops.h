@@ -1,0 +1,46 @@
+// Op fronts: shape contracts for the CPU kernels. Activations are f32, row-major.
+// Each function dispatches to the best ISA path selected at startup (see kernels/cpu/).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/weight_view.h"
+
+namespace pagoda::kernels {
+
+// y[m, w.rows] = x[m, w.cols] · wᵀ (+ bias[w.rows] when bias != nullptr).
+// Each output row's value depends only on its own x row (never on m): batched == alone.
+void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias = nullptr);
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight   for r in [0, rows). y may alias x.
+void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
+
+enum class RopeStyle {
+  kInterleaved,  // pairs (2i, 2i+1): GGUF llama (q/k permuted at conversion)
+  kNeox,         // pairs (i, i + d/2): qwen2, HF rotate-half
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kInterleaved;
+  int32_t rot_dims = 0;      // dims rotated per head (== head_dim for these archs)
+  float theta_base = 10000;  // rope.freq_base
+  float freq_scale = 1;      // 1 / linear scaling factor
+  // Optional per-pair divisors (Llama-3 rope_freqs.weight), rot_dims/2 entries, or empty.
+  std::span<const float> freq_factors;
+};
+
+// Rotates x[t, h, :] in place by position positions[t], for t < num_tokens, h < num_heads.
+void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
+          const int32_t* positions, const RopeParams& params);
+
+// out[i] = silu(gate[i]) * up[i] for i < n. out may alias gate.
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// In place: x[r, :] = softmax(x[r, :]).
+void softmax(float* x, int64_t rows, int64_t dim);
+
+// y[i] += x[i].
+void add_inplace(float* y, const float* x, int64_t n);
+
+}  // namespace pagoda::kernels

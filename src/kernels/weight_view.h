@@ -1,0 +1,22 @@
+// WeightView: a non-owning view of a 2-D weight matrix as GGUF stores it: `rows` rows (output
+// features) of `cols` elements (input features), each row `row_bytes` long in `dtype`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace pagoda::kernels {
+
+struct WeightView {
+  tensor::DType dtype = tensor::DType::kF32;
+  int64_t rows = 0;  // output features (ggml ne[1])
+  int64_t cols = 0;  // input features (ggml ne[0], contiguous)
+  size_t row_bytes = 0;
+  const uint8_t* data = nullptr;
+
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+}  // namespace pagoda::kernels
