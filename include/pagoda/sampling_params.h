@@ -1,0 +1,26 @@
+// SamplingParams: how one request turns logits into tokens (the OpenAI/vLLM fields).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace pagoda {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  int32_t top_k = 0;                // 0 or -1 = disabled
+  float top_p = 1.0f;               // 1 = disabled
+  float min_p = 0.0f;               // 0 = disabled
+  float repetition_penalty = 1.0f;  // 1 = disabled; applies to prompt and output tokens
+  float presence_penalty = 0.0f;    // applies to output tokens
+  float frequency_penalty = 0.0f;   // applies to output tokens
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> added logit
+  std::optional<uint64_t> seed;                       // deterministic sampling when set
+  int32_t logprobs = -1;  // -1: none; k >= 0: sampled token's logprob + top k
+
+  bool is_greedy() const { return temperature <= 0.0f; }
+};
+
+}  // namespace pagoda

@@ -1,0 +1,60 @@
+// Sampler: one request's logits processors and token choice, in vLLM's order: logit bias →
+// penalties (repetition over prompt+output, presence/frequency over output) → greedy, or
+// temperature → top-k → top-p → min-p → draw. Each request owns its RNG (seeded or random), so
+// its tokens do not depend on what else is in the batch.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "pagoda/sampling_params.h"
+
+namespace pagoda::sampling {
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  float logprob = 0;              // of the chosen token under the model's distribution
+  std::vector<TokenLogprob> top;  // the `params.logprobs` most likely tokens, if requested
+};
+
+// Checks ranges (temperature >= 0 and finite, top_p in (0, 1], ...); names the field.
+Status validate(const SamplingParams& params, int32_t vocab_size);
+
+class Sampler {
+ public:
+  // precondition: validate(params, vocab_size).ok()
+  Sampler(const SamplingParams& params, int32_t vocab_size, std::span<const int32_t> prompt);
+
+  // Records a generated token (for penalties).
+  void accept(int32_t token);
+
+  // Chooses the next token from raw logits[vocab_size] and records it (as accept() does);
+  // `logits` is used as scratch.
+  SampleResult sample(std::span<float> logits);
+
+ private:
+  void apply_penalties(std::span<float> logits) const;
+
+  SamplingParams params_;
+  int32_t vocab_size_;
+  std::mt19937_64 rng_;
+  std::unordered_map<int32_t, int32_t> output_counts_;
+  std::vector<uint8_t> seen_;        // prompt or output token seen (repetition penalty), [vocab]
+  std::vector<int32_t> candidates_;  // scratch
+  std::vector<float> probs_;         // scratch
+};
+
+// log-softmax helpers for logprobs: fills `top` with the k largest entries of logits.
+float log_sum_exp(std::span<const float> logits);
+
+}  // namespace pagoda::sampling

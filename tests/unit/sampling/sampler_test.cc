@@ -1,0 +1,176 @@
+#include "sampling/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace pagoda::sampling {
+namespace {
+
+std::vector<float> softmax(const std::vector<float>& x, float temp = 1.0f) {
+  double max = -INFINITY;
+  for (float v : x)
+    max = std::max(max, static_cast<double>(v) / temp);
+  std::vector<float> p(x.size());
+  double sum = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    sum += std::exp(x[i] / temp - max);
+  for (size_t i = 0; i < x.size(); ++i)
+    p[i] = static_cast<float>(std::exp(x[i] / temp - max) / sum);
+  return p;
+}
+
+int32_t sample_once(Sampler& s, std::vector<float> logits) {
+  return s.sample(logits).token;
+}
+
+TEST(SamplerTest, ValidateNamesTheField) {
+  SamplingParams p;
+  p.temperature = NAN;
+  EXPECT_NE(validate(p, 10).message().find("temperature"), std::string::npos);
+  p = {};
+  p.top_p = 0;
+  EXPECT_NE(validate(p, 10).message().find("top_p"), std::string::npos);
+  p = {};
+  p.top_k = 11;
+  EXPECT_NE(validate(p, 10).message().find("top_k"), std::string::npos);
+  p = {};
+  p.logit_bias = {{10, 1.0f}};
+  EXPECT_NE(validate(p, 10).message().find("logit_bias"), std::string::npos);
+  p = {};
+  p.min_p = 1.5f;
+  EXPECT_FALSE(validate(p, 10).ok());
+  p = {};
+  p.frequency_penalty = INFINITY;
+  EXPECT_FALSE(validate(p, 10).ok());
+  EXPECT_TRUE(validate(SamplingParams{}, 10).ok());
+}
+
+TEST(SamplerTest, GreedyAndLogitBias) {
+  SamplingParams p;
+  p.temperature = 0;
+  Sampler s(p, 4, {});
+  EXPECT_EQ(sample_once(s, {0.1f, 2.0f, 1.9f, -1.0f}), 1);
+  p.logit_bias = {{2, 0.5f}};
+  Sampler biased(p, 4, {});
+  EXPECT_EQ(sample_once(biased, {0.1f, 2.0f, 1.9f, -1.0f}), 2);
+}
+
+TEST(SamplerTest, RepetitionPenaltyFollowsHfSemantics) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.repetition_penalty = 2.0f;
+  // Token 0 (logit 3, seen in prompt) becomes 1.5 < token 1 (2.0); token 2 (-1, seen) -> -2.
+  const int32_t prompt[] = {0, 2};
+  Sampler s(p, 3, prompt);
+  EXPECT_EQ(sample_once(s, {3.0f, 2.0f, -1.0f}), 1);
+  // Token 1 was generated, so it is penalised now too: 2.0 / 2 = 1.0 < 1.5.
+  EXPECT_EQ(sample_once(s, {3.0f, 2.0f, -1.0f}), 0);
+}
+
+TEST(SamplerTest, PresenceAndFrequencyPenalties) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  Sampler s(p, 3, {});
+  // Generates 0 (logit 1.0). Then 0 is at 1.0 - 0.5 - 0.25 = 0.25 < 0.9.
+  EXPECT_EQ(sample_once(s, {1.0f, 0.9f, 0.0f}), 0);
+  EXPECT_EQ(sample_once(s, {1.0f, 0.9f, 0.0f}), 1);
+  // Both seen once: 0 -> 0.25, 1 -> 0.15; token 2 at 0.2 loses to 0.
+  EXPECT_EQ(sample_once(s, {1.0f, 0.9f, 0.2f}), 0);
+  // 0 seen twice now: 1.0 - 0.5 - 0.5 = 0.0 < 0.2.
+  EXPECT_EQ(sample_once(s, {1.0f, 0.9f, 0.2f}), 2);
+}
+
+TEST(SamplerTest, SeedIsDeterministic) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 1234;
+  std::vector<float> logits(50);
+  for (size_t i = 0; i < logits.size(); ++i)
+    logits[i] = static_cast<float>(std::sin(i * 1.7));
+  Sampler a(p, 50, {}), b(p, 50, {});
+  std::vector<int32_t> ta, tb;
+  for (int i = 0; i < 100; ++i) {
+    ta.push_back(sample_once(a, logits));
+    tb.push_back(sample_once(b, logits));
+  }
+  EXPECT_EQ(ta, tb);
+  p.seed = 4321;
+  Sampler c(p, 50, {});
+  std::vector<int32_t> tc;
+  for (int i = 0; i < 100; ++i)
+    tc.push_back(sample_once(c, logits));
+  EXPECT_NE(ta, tc);
+}
+
+TEST(SamplerTest, FrequenciesFollowTheTemperedSoftmax) {
+  const std::vector<float> logits = {1.0f, 0.5f, 0.0f, -0.5f, 2.0f};
+  for (float temp : {0.5f, 1.0f, 2.0f}) {
+    SamplingParams p;
+    p.temperature = temp;
+    p.seed = 7;
+    Sampler s(p, 5, {});
+    const int n = 40000;
+    std::vector<int> counts(5);
+    for (int i = 0; i < n; ++i)
+      ++counts[static_cast<size_t>(sample_once(s, logits))];
+    const auto probs = softmax(logits, temp);
+    for (size_t i = 0; i < 5; ++i) {
+      const double expected = probs[i] * n;
+      const double sigma = std::sqrt(n * probs[i] * (1 - probs[i]));
+      EXPECT_NEAR(counts[i], expected, 5 * sigma + 1) << "temp " << temp << " token " << i;
+    }
+  }
+}
+
+TEST(SamplerTest, TopKTopPMinPRestrictTheSupport) {
+  const std::vector<float> logits = {3.0f, 2.5f, 2.0f, 0.0f, -1.0f, 1.0f};
+  const auto probs = softmax(logits);
+  auto support = [&](SamplingParams p) {
+    p.seed = 99;
+    Sampler s(p, 6, {});
+    std::set<int32_t> seen;
+    for (int i = 0; i < 3000; ++i)
+      seen.insert(sample_once(s, logits));
+    return seen;
+  };
+  SamplingParams k2;
+  k2.top_k = 2;
+  EXPECT_EQ(support(k2), (std::set<int32_t>{0, 1}));
+  SamplingParams k1;
+  k1.top_k = 1;
+  k1.temperature = 5.0f;
+  EXPECT_EQ(support(k1), (std::set<int32_t>{0}));
+  // top_p: the smallest prefix (by probability) whose mass reaches p.
+  SamplingParams tp;
+  tp.top_p = (probs[0] + probs[1]) * 0.99f;
+  EXPECT_EQ(support(tp), (std::set<int32_t>{0, 1}));
+  // min_p: keep tokens with p >= min_p * p_max.
+  SamplingParams mp;
+  mp.min_p = probs[2] / probs[0] * 0.99f;
+  EXPECT_EQ(support(mp), (std::set<int32_t>{0, 1, 2}));
+}
+
+TEST(SamplerTest, LogprobsAreTheRawLogSoftmax) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = 2;
+  p.logit_bias = {{1, 10.0f}};  // changes the choice but not the reported distribution
+  Sampler s(p, 3, {});
+  std::vector<float> logits = {1.0f, 0.0f, 2.0f};
+  const auto probs = softmax(logits);
+  SampleResult r = s.sample(logits);
+  EXPECT_EQ(r.token, 1);
+  EXPECT_NEAR(r.logprob, std::log(probs[1]), 1e-5);
+  ASSERT_EQ(r.top.size(), 2u);
+  EXPECT_EQ(r.top[0].token, 2);
+  EXPECT_NEAR(r.top[0].logprob, std::log(probs[2]), 1e-5);
+  EXPECT_EQ(r.top[1].token, 0);
+}
+
+}  // namespace
+}  // namespace pagoda::sampling
