@@ -2,7 +2,8 @@
 
 set(PAGODA_WARNINGS -Wall -Wextra -Wpedantic -Wnon-virtual-dtor -Wimplicit-fallthrough)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  list(APPEND PAGODA_WARNINGS -Wshadow=local)
+  # -Wrestrict has false positives on std::string concatenation in GCC 12 (PR105651).
+  list(APPEND PAGODA_WARNINGS -Wshadow=local -Wno-restrict)
 else()
   list(APPEND PAGODA_WARNINGS -Wshadow-uncaptured-local)
 endif()
