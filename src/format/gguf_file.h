@@ -1,7 +1,13 @@
 // GgufFile: a validated, read-only view of a GGUF v2/v3 file (mmapped). Opening validates
 // everything before anything is allocated from file-provided counts: header, every metadata
-// value, tensor infos, alignment, offsets and sizes. Metadata strings and tensor data are views
-// into the mapping, so a GgufFile must outlive everything read from it.
+// value, tensor infos, alignment, offsets and sizes; then the well-known metadata keys
+// (gguf_validate.h). Metadata strings and tensor data are views into the mapping, so a GgufFile
+// must outlive everything read from it.
+//
+// Layout (little-endian): "GGUF" u32 version, u64 n_tensors, u64 n_kv; n_kv x (string key,
+// u32 type, value); n_tensors x (string name, u32 n_dims, n_dims x u64 dim, u32 ggml type,
+// u64 offset); padding to general.alignment (u32, default 32); the data section. Tensor offsets
+// are relative to the data section and multiples of the alignment.
 #pragma once
 
 #include <cstdint>
@@ -10,45 +16,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/mapped_file.h"
 #include "base/status.h"
+#include "format/gguf_value.h"
 #include "tensor/dtype.h"
 
 namespace pagoda::format {
-
-enum class GgufType : uint32_t {
-  kUint8 = 0,
-  kInt8 = 1,
-  kUint16 = 2,
-  kInt16 = 3,
-  kUint32 = 4,
-  kInt32 = 5,
-  kFloat32 = 6,
-  kBool = 7,
-  kString = 8,
-  kArray = 9,
-  kUint64 = 10,
-  kInt64 = 11,
-  kFloat64 = 12,
-};
-
-std::string_view gguf_type_name(GgufType type);
-
-// One metadata value. Scalars are decoded; strings and arrays point into the mapping.
-struct GgufValue {
-  GgufType type = GgufType::kUint8;
-  // Scalars (integers widened; bool as 0/1).
-  uint64_t u = 0;
-  int64_t i = 0;
-  double f = 0;
-  std::string_view str;  // kString
-  // kArray: element type, count, and the raw bytes of the elements (strings: length-prefixed).
-  GgufType elem_type = GgufType::kUint8;
-  uint64_t count = 0;
-  std::span<const uint8_t> raw;
-};
 
 struct GgufKv {
   std::string_view key;
@@ -65,10 +41,17 @@ struct GgufTensorInfo {
   uint64_t offset = 0;      // relative to the start of the data section
   uint64_t size_bytes = 0;  // exact byte size of the data
   const uint8_t* data = nullptr;
+  uint64_t info_offset = 0;  // file offset of this tensor's info record, for error messages
+
+  std::span<const uint8_t> bytes() const { return {data, static_cast<size_t>(size_bytes)}; }
 };
 
 class GgufFile {
  public:
+  static constexpr uint64_t kDefaultAlignment = 32;
+  // Arrays may contain arrays; deeper nesting than this is rejected.
+  static constexpr int kMaxArrayDepth = 8;
+
   // Maps and validates `path`. Errors name the field and its file offset.
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
   // Validates an in-memory image (used by tests and the fuzzer); `bytes` must outlive the file.
@@ -79,14 +62,19 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   const std::string& name() const { return name_; }
+  // The whole file image (mapping or the bytes given to parse()).
+  std::span<const uint8_t> bytes() const { return bytes_; }
 
   const std::vector<GgufKv>& metadata() const { return kvs_; }
   const GgufValue* find(std::string_view key) const;
+  // The key/value record, with its file offset (nullptr if absent).
+  const GgufKv* find_kv(std::string_view key) const;
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
-  // Typed getters: not_found if absent, invalid_argument (naming key and type) if mistyped.
-  // Integer getters accept any integer type whose value fits.
+  // Typed getters: not_found if absent, invalid_argument (naming key, offset and type) if
+  // mistyped. Integer getters accept any integer type whose value fits. Messages do not repeat
+  // the file name.
   Result<uint64_t> get_uint(std::string_view key) const;
   Result<int64_t> get_int(std::string_view key) const;
   Result<double> get_float(std::string_view key) const;  // float32/64 or any integer
@@ -100,12 +88,15 @@ class GgufFile {
  private:
   GgufFile() = default;
   MappedFile file_;  // empty when parsed from memory
+  std::span<const uint8_t> bytes_;
   std::string name_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   std::vector<GgufKv> kvs_;
   std::vector<GgufTensorInfo> tensors_;
+  std::unordered_map<std::string_view, size_t> key_to_index_;
+  std::unordered_map<std::string_view, size_t> tensor_name_to_index_;
   friend class GgufParser;
 };
 
