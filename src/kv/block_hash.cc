@@ -1,0 +1,56 @@
+// Chained XXH3-128 block keys (see block_hash.h for the exact byte layout).
+#include "kv/block_hash.h"
+
+#include <array>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace pagoda::kv {
+
+BlockHash root_block_hash(std::string_view cache_salt) {
+  if (cache_salt.empty()) return xxh3_128(std::string_view("pagoda.kv.root"));
+  std::string buf = "pagoda.kv.salt";
+  const uint64_t len = cache_salt.size();
+  buf.append(reinterpret_cast<const char*>(&len), sizeof(len));
+  buf.append(cache_salt);
+  return xxh3_128(buf);
+}
+
+BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens,
+                     std::span<const uint64_t> extra_keys) {
+  const size_t size = 2 * sizeof(uint64_t) + tokens.size_bytes() + extra_keys.size_bytes();
+  // Common block sizes fit on the stack; larger ones fall back to the heap.
+  std::array<std::byte, 1024> stack;
+  std::vector<std::byte> heap;
+  std::byte* buf = stack.data();
+  if (size > stack.size()) {
+    heap.resize(size);
+    buf = heap.data();
+  }
+  size_t at = 0;
+  std::memcpy(buf + at, &parent.low, sizeof(uint64_t));
+  at += sizeof(uint64_t);
+  std::memcpy(buf + at, &parent.high, sizeof(uint64_t));
+  at += sizeof(uint64_t);
+  if (!tokens.empty()) std::memcpy(buf + at, tokens.data(), tokens.size_bytes());
+  at += tokens.size_bytes();
+  if (!extra_keys.empty()) std::memcpy(buf + at, extra_keys.data(), extra_keys.size_bytes());
+  at += extra_keys.size_bytes();
+  return xxh3_128(std::span<const std::byte>(buf, at));
+}
+
+void extend_block_hashes(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens,
+                         int32_t block_size, int64_t num_blocks, std::string_view cache_salt) {
+  PAGODA_CHECK(block_size > 0);
+  PAGODA_CHECK(num_blocks * block_size <= static_cast<int64_t>(tokens.size()));
+  if (static_cast<int64_t>(hashes.size()) >= num_blocks) return;
+  BlockHash parent = hashes.empty() ? root_block_hash(cache_salt) : hashes.back();
+  hashes.reserve(num_blocks);
+  for (int64_t i = static_cast<int64_t>(hashes.size()); i < num_blocks; ++i) {
+    parent = hash_block(parent, tokens.subspan(i * block_size, block_size));
+    hashes.push_back(parent);
+  }
+}
+
+}  // namespace pagoda::kv

@@ -1,0 +1,134 @@
+// KvManager: the facade the scheduler uses for KV memory. It owns the BlockPool and one block
+// table per sequence, and implements automatic prefix caching, copy-on-write forks and usage
+// stats. Metadata only: the runner owns the KV tensors and addresses them by the block ids
+// handed out here ([num_blocks][...][block_size][...], block 0 = null block).
+//
+// A sequence's life: get_computed_blocks() (cached prefix, on admission) -> allocate_slots()
+// each step before its tokens are computed -> cache_blocks() after they are computed ->
+// free() on finish, abort or preemption. fork() makes a child that shares the parent's blocks.
+//
+// Invariants (check_invariants() verifies them): each block's ref count equals the number of
+// block tables holding it; a table never holds a block twice nor the null block; a table covers
+// the sequence's computed tokens; only full, computed blocks carry prefix-cache hashes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/block_pool.h"
+#include "kv/kv_types.h"
+
+namespace pagoda::kv {
+
+struct KvManagerConfig {
+  int32_t num_blocks = 0;   // physical blocks, including the reserved null block 0; >= 2
+  int32_t block_size = 16;  // tokens per block; 1..65536
+  bool enable_prefix_caching = true;
+};
+
+// What the manager needs to know of a request; the caller owns the data (valid for the call).
+struct SequenceView {
+  SeqId id = 0;
+  std::span<const TokenId> token_ids;  // every known token: prompt, then outputs
+  int64_t num_computed_tokens = 0;     // prefix of token_ids whose KV is (being) written
+  std::string_view cache_salt;         // "" shares the prefix cache with every unsalted request
+};
+
+// The longest cached prefix of a sequence's tokens (always full blocks, never all its tokens:
+// at least the last token is left to compute so the model produces logits).
+struct PrefixHit {
+  std::vector<BlockId> blocks;          // blocks[i] holds tokens [i*block_size, (i+1)*block_size)
+  int64_t num_tokens = 0;               // blocks.size() * block_size
+  std::vector<BlockHash> block_hashes;  // chain hashes computed by the lookup, >= blocks.size()
+};
+
+struct SlotAllocation {
+  std::vector<BlockId> new_block_ids;  // appended to the table this call, in table order
+  std::vector<BlockCopy> copies;       // copy-on-write: dst replaced src in the table
+};
+
+struct KvStats {
+  int32_t num_blocks = 0;            // usable blocks (without the null block)
+  int32_t num_used_blocks = 0;       // ref count > 0
+  int32_t num_free_blocks = 0;       // ref count 0, including cached (evictable) ones
+  int64_t num_cached_blocks = 0;     // blocks holding a prefix-cache hash, used or free
+  double usage = 0;                  // num_used_blocks / num_blocks
+  int64_t prefix_cache_queries = 0;  // tokens looked up on admission (allocate_slots with hit)
+  int64_t prefix_cache_hits = 0;     // of those, tokens found cached
+  int64_t num_evictions = 0;         // cached blocks reused for new data
+  int64_t num_cow_copies = 0;        // copy-on-write block copies requested
+};
+
+class KvManager {
+ public:
+  // Validates the config (field names in the message).
+  static Result<KvManager> create(const KvManagerConfig& config);
+
+  int32_t block_size() const { return config_.block_size; }
+  bool prefix_caching_enabled() const { return config_.enable_prefix_caching; }
+  const BlockPool& pool() const { return pool_; }
+  // Blocks needed to hold `num_tokens` tokens (ceil division).
+  int64_t num_blocks_for_tokens(int64_t num_tokens) const;
+
+  // The cached prefix of seq.token_ids (empty when caching is off). Takes no references and
+  // changes nothing: pass the result to allocate_slots() before anything else touches the pool.
+  PrefixHit get_computed_blocks(const SequenceView& seq) const;
+
+  // Makes room for `num_new_tokens` tokens after the computed ones (plus `num_lookahead_tokens`
+  // spare slots), growing the sequence's table on demand. With `hit` (admission: the sequence
+  // has no blocks and seq.num_computed_tokens == 0), the hit blocks are taken first and the new
+  // tokens start after them; the caller then sets num_computed_tokens = hit->num_tokens.
+  // Writing into a block shared with another sequence (after fork) replaces it by a private
+  // copy, reported in `copies`. Returns nullopt, changing nothing, when the pool lacks blocks.
+  // Precondition: start + num_new_tokens <= seq.token_ids.size().
+  std::optional<SlotAllocation> allocate_slots(const SequenceView& seq, int64_t num_new_tokens,
+                                               const PrefixHit* hit = nullptr,
+                                               int64_t num_lookahead_tokens = 0);
+
+  // Publishes the sequence's full, computed blocks in the prefix cache (call after the step
+  // that computed them). A block whose hash another block already holds stays private.
+  void cache_blocks(const SequenceView& seq);
+
+  // Returns the sequence's blocks to the pool, last block first (so tail blocks are evicted
+  // before the shared prefix), and forgets the sequence. Unknown ids are ignored.
+  void free(SeqId id);
+
+  // Makes `child` share the blocks covering parent.num_computed_tokens (ref counts +1). The
+  // child's computed tokens equal the parent's; the first write into a shared partial block by
+  // either side copies it (see allocate_slots).
+  Status fork(const SequenceView& parent, SeqId child);
+
+  bool contains(SeqId id) const { return seqs_.count(id) != 0; }
+  std::span<const BlockId> block_table(SeqId id) const;  // empty for unknown ids
+  size_t num_sequences() const { return seqs_.size(); }
+
+  KvStats stats() const;
+  // Drops every prefix-cache entry (e.g. after a weight reload). Returns how many.
+  int64_t reset_prefix_cache();
+
+  // O(num_blocks + table entries) check of the invariants above; message names the first bad one.
+  Status check_invariants() const;
+
+ private:
+  struct SeqState {
+    std::vector<BlockId> blocks;
+    std::vector<BlockHash> block_hashes;  // chain over the sequence's first full blocks
+    int64_t num_cached_blocks = 0;        // leading blocks already offered to the cache
+  };
+
+  explicit KvManager(const KvManagerConfig& config);
+
+  KvManagerConfig config_;
+  BlockPool pool_;
+  std::unordered_map<SeqId, SeqState> seqs_;
+  int64_t prefix_cache_queries_ = 0;
+  int64_t prefix_cache_hits_ = 0;
+  int64_t num_cow_copies_ = 0;
+};
+
+}  // namespace pagoda::kv
