@@ -13,6 +13,10 @@ namespace pagoda::kernels {
 // Each output row's value depends only on its own x row (never on m): batched == alone.
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias = nullptr);
 
+// Embedding lookup: out[i, :] = dequantised row ids[i] of `table`, out: [n, table.cols] f32.
+// precondition: 0 <= ids[i] < table.rows (validate untrusted token ids before calling).
+void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out);
+
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight   for r in [0, rows). y may alias x.
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
 

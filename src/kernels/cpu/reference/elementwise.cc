@@ -1,0 +1,44 @@
+// Reference element-wise ops: SwiGLU's silu(gate) · up, max-subtracted softmax (sum in double,
+// as ggml), and in-place addition.
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/reference/ops_ref.h"
+
+namespace pagoda::kernels::cpu::reference {
+
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = (g / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void softmax(float* x, int64_t rows, int64_t dim) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* xr = x + r * dim;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < dim; ++i)
+      max = xr[i] > max ? xr[i] : max;
+    if (max == -std::numeric_limits<float>::infinity()) {  // every entry masked: no mass
+      for (int64_t i = 0; i < dim; ++i)
+        xr[i] = 0;
+      continue;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < dim; ++i) {
+      xr[i] = std::exp(xr[i] - max);
+      sum += static_cast<double>(xr[i]);
+    }
+    const auto inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < dim; ++i)
+      xr[i] *= inv;
+  }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] += x[i];
+}
+
+}  // namespace pagoda::kernels::cpu::reference
