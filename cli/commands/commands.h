@@ -9,10 +9,12 @@
 namespace pagoda::cli {
 
 void register_version(CLI::App& app, CommandAction& action);
+void register_inspect(CLI::App& app, CommandAction& action);
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
       &register_version,
+      &register_inspect,
   };
 }
 

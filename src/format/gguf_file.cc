@@ -37,6 +37,14 @@ std::string quoted(std::string_view s) {
   return fmt::format("'{}'", gguf_escape(s, 120));
 }
 
+// double -> float without undefined behaviour for values beyond float's range (they become inf).
+float narrow_to_float(double d) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (d > kMax) return std::numeric_limits<float>::infinity();
+  if (d < -kMax) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(d);  // NaN stays NaN
+}
+
 std::string type_description(const GgufValue& v) {
   if (v.type == GgufType::kArray) return fmt::format("array of {}", gguf_type_name(v.elem_type));
   return std::string(gguf_type_name(v.type));
@@ -524,7 +532,7 @@ Result<std::vector<float>> GgufFile::get_float_array(std::string_view key) const
     std::memcpy(out.data(), v.raw.data(), v.count * sizeof(float));
   } else {
     for (uint64_t k = 0; k < v.count; ++k) {
-      out[k] = static_cast<float>(load<double>(v.raw.data() + k * sizeof(double)));
+      out[k] = narrow_to_float(load<double>(v.raw.data() + k * sizeof(double)));
     }
   }
   return out;
