@@ -1,0 +1,218 @@
+// kv_cache_write + paged_attention against dense causal attention computed in the test (double,
+// on an unpaged copy of K/V): shuffled block tables with other data in the unused blocks, GQA
+// ratios 1/2/4 and MQA, block sizes that do and do not divide the context, prefill chunks and
+// single-token decode, f32 and f16 caches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "tensor/float16.h"
+
+namespace pagoda::kernels {
+namespace {
+
+using tensor::DType;
+
+std::vector<float> random_vec(size_t n, std::mt19937& rng, float scale = 1) {
+  std::normal_distribution<float> g(0, scale);
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = g(rng);
+  return v;
+}
+
+// A paged cache for one layer plus the dense K/V it should hold.
+struct Cache {
+  KvLayerView view;
+  std::vector<uint8_t> k_bytes, v_bytes;
+  std::vector<int32_t> block_table;
+};
+
+Cache make_cache(DType dtype, int32_t block_size, int32_t n_kv_heads, int32_t head_dim,
+                 int64_t num_blocks, int64_t context, std::mt19937& rng) {
+  Cache c;
+  const size_t elem = dtype == DType::kF32 ? 4 : 2;
+  const size_t bytes = static_cast<size_t>(num_blocks) * n_kv_heads * block_size * head_dim * elem;
+  // Fill with garbage so reads from the wrong block or slot show up.
+  c.k_bytes.resize(bytes);
+  c.v_bytes.resize(bytes);
+  for (auto& b : c.k_bytes)
+    b = static_cast<uint8_t>(rng() % 61);
+  for (auto& b : c.v_bytes)
+    b = static_cast<uint8_t>(rng() % 61);
+  c.view = KvLayerView{dtype,      block_size,       n_kv_heads,      head_dim,
+                       num_blocks, c.k_bytes.data(), c.v_bytes.data()};
+  // The sequence gets a random subset of the physical blocks, in random order.
+  std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  const int64_t needed = (context + block_size - 1) / block_size;
+  c.block_table.assign(ids.begin(), ids.begin() + needed);
+  return c;
+}
+
+// What a stored value reads back as: f16 caches round.
+float stored(DType dtype, float v) {
+  return dtype == DType::kF16 ? tensor::fp16_to_fp32(tensor::fp32_to_fp16(v)) : v;
+}
+
+// Dense causal attention in double over K/V [context, n_kv_heads, head_dim].
+std::vector<double> dense_attention(const std::vector<float>& q, const std::vector<int32_t>& pos,
+                                    const std::vector<float>& k, const std::vector<float>& v,
+                                    int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                                    double scale) {
+  const int64_t num_tokens = static_cast<int64_t>(pos.size());
+  std::vector<double> out(static_cast<size_t>(num_tokens * n_heads * head_dim));
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const int64_t kvh = h / (n_heads / n_kv_heads);
+      const int64_t n = pos[t] + 1;
+      std::vector<double> s(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          dot += double(q[(t * n_heads + h) * head_dim + d]) *
+                 k[(j * n_kv_heads + kvh) * head_dim + d];
+        }
+        s[j] = dot * scale;
+      }
+      const double mx = *std::max_element(s.begin(), s.end());
+      double sum = 0;
+      for (auto& x : s)
+        sum += (x = std::exp(x - mx));
+      for (int64_t d = 0; d < head_dim; ++d) {
+        double acc = 0;
+        for (int64_t j = 0; j < n; ++j)
+          acc += s[j] * v[(j * n_kv_heads + kvh) * head_dim + d];
+        out[(t * n_heads + h) * head_dim + d] = acc / sum;
+      }
+    }
+  }
+  return out;
+}
+
+struct AttnCase {
+  DType dtype;
+  int32_t n_heads, n_kv_heads, head_dim, block_size;
+  int64_t context;  // tokens in the sequence after this step
+  int64_t num_new;  // tokens computed in this step (the last num_new positions)
+};
+
+class PagedAttentionTest : public ::testing::TestWithParam<AttnCase> {};
+
+TEST_P(PagedAttentionTest, MatchesDenseCausalAttention) {
+  const AttnCase c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(c.n_heads * 131 + c.block_size * 7 + c.context));
+  const int64_t num_blocks = (c.context + c.block_size - 1) / c.block_size + 5;
+  Cache cache =
+      make_cache(c.dtype, c.block_size, c.n_kv_heads, c.head_dim, num_blocks, c.context, rng);
+
+  // Dense K/V for the whole sequence, written in two steps: history, then this step's tokens.
+  const size_t kv_row = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
+  auto k = random_vec(static_cast<size_t>(c.context) * kv_row, rng);
+  auto v = random_vec(static_cast<size_t>(c.context) * kv_row, rng);
+  std::vector<int32_t> all_pos(static_cast<size_t>(c.context));
+  std::iota(all_pos.begin(), all_pos.end(), 0);
+  const int64_t history = c.context - c.num_new;
+  kv_cache_write(cache.view, cache.block_table, all_pos.data(), history, k.data(), v.data());
+  kv_cache_write(cache.view, cache.block_table, all_pos.data() + history, c.num_new,
+                 k.data() + history * kv_row, v.data() + history * kv_row);
+
+  const std::vector<int32_t> pos(all_pos.begin() + history, all_pos.end());
+  const auto q = random_vec(static_cast<size_t>(c.num_new) * c.n_heads * c.head_dim, rng);
+  const AttentionParams params{c.n_heads, 1.0f / std::sqrt(float(c.head_dim))};
+  std::vector<float> out(q.size(), NAN);
+  paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                  out.data());
+
+  for (auto& x : k)
+    x = stored(c.dtype, x);
+  for (auto& x : v)
+    x = stored(c.dtype, x);
+  const auto expected =
+      dense_attention(q, pos, k, v, c.n_heads, c.n_kv_heads, c.head_dim, params.scale);
+  double worst = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_NEAR(out[i], expected[i], 1e-6 * (1 + std::fabs(expected[i]))) << "element " << i;
+    worst = std::max(worst, std::fabs(out[i] - expected[i]));
+  }
+  RecordProperty("worst_abs_error", std::to_string(worst));
+
+  // Each query token is independent: computing them one at a time gives the same bits.
+  for (int64_t t = 0; t < c.num_new; ++t) {
+    std::vector<float> alone(static_cast<size_t>(c.n_heads * c.head_dim));
+    paged_attention(q.data() + t * c.n_heads * c.head_dim, 1, pos.data() + t, cache.view,
+                    cache.block_table, params, alone.data());
+    ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * c.n_heads * c.head_dim,
+                          alone.size() * sizeof(float)),
+              0)
+        << "token " << t;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PagedAttentionTest,
+    ::testing::Values(
+        // GQA ratio 1, 2, 4 and MQA; prefill chunks and decode.
+        AttnCase{DType::kF32, 4, 4, 32, 16, 40, 40}, AttnCase{DType::kF32, 4, 2, 32, 16, 40, 7},
+        AttnCase{DType::kF32, 8, 2, 16, 16, 70, 1}, AttnCase{DType::kF32, 8, 1, 16, 16, 33, 33},
+        // Block sizes that do not divide the context, tiny blocks, one-token context.
+        AttnCase{DType::kF32, 2, 1, 8, 5, 23, 4}, AttnCase{DType::kF32, 2, 2, 8, 1, 9, 9},
+        AttnCase{DType::kF32, 4, 2, 64, 16, 1, 1}, AttnCase{DType::kF32, 4, 4, 3, 7, 15, 2},
+        // Long enough to run multi-threaded.
+        AttnCase{DType::kF32, 8, 2, 64, 16, 300, 24},
+        // f16 caches.
+        AttnCase{DType::kF16, 4, 2, 32, 16, 40, 40}, AttnCase{DType::kF16, 8, 1, 16, 16, 50, 1},
+        AttnCase{DType::kF16, 4, 4, 64, 32, 100, 3}));
+
+TEST(KvCacheWriteTest, PlacesTokensByBlockTable) {
+  // Layout [num_blocks][n_kv_heads][block_size][head_dim]: position p of head h lands in block
+  // block_table[p / block_size], slot p % block_size.
+  std::vector<float> kc(4 * 2 * 3 * 2, 0.0f), vc(kc.size(), 0.0f);
+  const KvLayerView kv{DType::kF32, 3, 2, 2, 4, kc.data(), vc.data()};
+  const std::vector<int32_t> table = {2, 0};
+  const int32_t positions[2] = {1, 4};
+  // k[t, h, d] = 100 t + 10 h + d; v = -k.
+  std::vector<float> k = {0, 1, 10, 11, 100, 101, 110, 111};
+  std::vector<float> v(k.size());
+  for (size_t i = 0; i < k.size(); ++i)
+    v[i] = -k[i];
+  kv_cache_write(kv, table, positions, 2, k.data(), v.data());
+  auto at = [](int block, int head, int slot, int d) {
+    return ((block * 2 + head) * 3 + slot) * 2 + d;
+  };
+  EXPECT_EQ(kc[at(2, 0, 1, 0)], 0.0f);
+  EXPECT_EQ(kc[at(2, 0, 1, 1)], 1.0f);
+  EXPECT_EQ(kc[at(2, 1, 1, 0)], 10.0f);
+  EXPECT_EQ(kc[at(0, 0, 1, 1)], 101.0f);  // position 4 -> block table[1] = 0, slot 1
+  EXPECT_EQ(kc[at(0, 1, 1, 0)], 110.0f);
+  EXPECT_EQ(vc[at(0, 1, 1, 1)], -111.0f);
+  float total = 0;
+  for (float x : kc)
+    total += x;
+  EXPECT_EQ(total, 0 + 1 + 10 + 11 + 100 + 101 + 110 + 111) << "nothing else written";
+}
+
+TEST(KvCacheWriteTest, F16CacheRoundsToNearest) {
+  std::vector<uint16_t> kc(1 * 1 * 2 * 4), vc(kc.size());
+  const KvLayerView kv{DType::kF16, 2, 1, 4, 1, kc.data(), vc.data()};
+  const std::vector<int32_t> table = {0};
+  const int32_t pos = 1;
+  const float k[4] = {1.0f, 1.0f + 1.0f / 4096, -65504.0f, 0.1f};
+  const float v[4] = {2.0f, 0.0f, 3.0f, -0.5f};
+  kv_cache_write(kv, table, &pos, 1, k, v);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(kc[4 + d], tensor::fp32_to_fp16(k[d]));
+    EXPECT_EQ(vc[4 + d], tensor::fp32_to_fp16(v[d]));
+    EXPECT_EQ(kc[d], 0);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::kernels

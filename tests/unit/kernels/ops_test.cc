@@ -1,0 +1,124 @@
+// rms_norm, silu_mul, softmax and add_inplace against double-precision formulas written here,
+// with aliasing, one-element rows, masked (-inf) and extreme inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/ops.h"
+
+namespace pagoda::kernels {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0, scale);
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = g(rng);
+  return v;
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+TEST(RmsNormTest, MatchesFormula) {
+  for (int64_t dim : {1, 3, 64, 4096}) {
+    const int64_t rows = 3;
+    auto x = random_vec(static_cast<size_t>(rows * dim), 1, 2.0f);
+    const auto w = random_vec(static_cast<size_t>(dim), 2);
+    const float eps = 1e-5f;
+    std::vector<float> y(x.size());
+    rms_norm(x.data(), w.data(), rows, dim, eps, y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int64_t i = 0; i < dim; ++i)
+        ss += double(x[r * dim + i]) * x[r * dim + i];
+      const double inv = 1.0 / std::sqrt(ss / double(dim) + eps);
+      for (int64_t i = 0; i < dim; ++i) {
+        const double e = x[r * dim + i] * inv * w[i];
+        ASSERT_NEAR(y[r * dim + i], e, 1e-6 * std::fabs(e) + 1e-30) << dim << " " << r << " " << i;
+      }
+    }
+    // In place gives the same bits.
+    rms_norm(x.data(), w.data(), rows, dim, eps, x.data());
+    EXPECT_EQ(x, y);
+  }
+}
+
+TEST(RmsNormTest, ZeroRowUsesEps) {
+  std::vector<float> x(8, 0.0f), w(8, 1.0f), y(8, NAN);
+  rms_norm(x.data(), w.data(), 1, 8, 1e-6f, y.data());
+  for (float v : y)
+    EXPECT_EQ(v, 0.0f);
+}
+
+TEST(SiluMulTest, MatchesFormula) {
+  auto g = random_vec(1000, 3, 4.0f);
+  g[0] = -100;
+  g[1] = 100;
+  g[2] = 0;
+  g[3] = -88.5f;
+  const auto u = random_vec(1000, 4);
+  std::vector<float> out(g.size());
+  silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), out.data());
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double e = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
+    ASSERT_NEAR(out[i], e, 4e-7 * std::fabs(e) + 1e-37) << i << " gate " << g[i];
+    ASSERT_TRUE(std::isfinite(out[i]));
+  }
+  silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), g.data());  // out aliases gate
+  EXPECT_EQ(g, out);
+}
+
+TEST(SoftmaxTest, MatchesFormula) {
+  for (int64_t dim : {1, 2, 7, 1000}) {
+    const int64_t rows = 4;
+    auto x = random_vec(static_cast<size_t>(rows * dim), 5, 3.0f);
+    const auto orig = x;
+    softmax(x.data(), rows, dim);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mx = -INFINITY, sum = 0, total = 0;
+      for (int64_t i = 0; i < dim; ++i)
+        mx = std::max(mx, double(orig[r * dim + i]));
+      for (int64_t i = 0; i < dim; ++i)
+        sum += std::exp(double(orig[r * dim + i]) - mx);
+      for (int64_t i = 0; i < dim; ++i) {
+        const double e = std::exp(double(orig[r * dim + i]) - mx) / sum;
+        ASSERT_NEAR(x[r * dim + i], e, 2e-6 * e + 1e-38) << dim << " " << r << " " << i;
+        total += x[r * dim + i];
+      }
+      EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+  }
+}
+
+TEST(SoftmaxTest, MaskedAndExtremeRows) {
+  // Row 0: two masked entries; row 1: huge logits (no overflow); row 2: every entry masked.
+  std::vector<float> x = {1.0f,  -kInf, 1.0f,  -kInf, 1e4f,  1e4f - 1,
+                          -1e4f, 1e4f,  -kInf, -kInf, -kInf, -kInf};
+  softmax(x.data(), 3, 4);
+  EXPECT_FLOAT_EQ(x[0], 0.5f);
+  EXPECT_EQ(x[1], 0.0f);
+  EXPECT_FLOAT_EQ(x[2], 0.5f);
+  EXPECT_EQ(x[3], 0.0f);
+  const double e1 = std::exp(-1.0);
+  EXPECT_NEAR(x[4], 1 / (2 + e1), 1e-6);
+  EXPECT_NEAR(x[5], e1 / (2 + e1), 1e-6);
+  EXPECT_EQ(x[6], 0.0f);
+  for (int i = 8; i < 12; ++i)
+    EXPECT_EQ(x[i], 0.0f) << "a fully masked row has no mass";
+}
+
+TEST(AddInplaceTest, Adds) {
+  auto y = random_vec(101, 6);
+  const auto x = random_vec(101, 7);
+  const auto orig = y;
+  add_inplace(y.data(), x.data(), 101);
+  for (size_t i = 0; i < y.size(); ++i)
+    EXPECT_EQ(y[i], orig[i] + x[i]);
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
