@@ -1,0 +1,46 @@
+// Lexer: template text -> tokens, following jinja2.lexer with Hugging Face's settings
+// (trim_blocks and lstrip_blocks on, keep_trailing_newline off, default delimiters).
+// Newlines are normalised to "\n" and one trailing newline is dropped first, exactly as
+// Jinja does; whitespace control ({%- -%} {%+ +%}) is applied to the data tokens here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pagoda::tokenizer::jinja {
+
+enum class Tok : uint8_t {
+  kData,        // literal text (already whitespace-controlled)
+  kVarBegin,    // {{
+  kVarEnd,      // }}
+  kBlockBegin,  // {%
+  kBlockEnd,    // %}
+  kName,
+  kString,  // text holds the decoded value
+  kInt,
+  kFloat,
+  kOp,  // text holds the operator: + - * / // ** % ~ ( ) [ ] { } == != < <= > >= = . : | , ;
+  kEof,
+};
+
+struct Token {
+  Tok type = Tok::kEof;
+  int line = 1;
+  std::string text;
+  int64_t int_value = 0;
+  double float_value = 0;
+
+  bool is_op(std::string_view op) const { return type == Tok::kOp && text == op; }
+  bool is_name(std::string_view name) const { return type == Tok::kName && text == name; }
+};
+
+// Tokenizes `source`; throws TemplateError (kSyntax, with the line) on lexical errors.
+// The result always ends with a kEof token.
+std::vector<Token> tokenize(std::string_view source);
+
+// Human-readable token description for error messages ("end of statement block", "'x'").
+std::string describe(const Token& t);
+
+}  // namespace pagoda::tokenizer::jinja
