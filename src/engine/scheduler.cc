@@ -1,0 +1,496 @@
+// Scheduler: admission, chunked prefill, preemption and token bookkeeping (see scheduler.h).
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "base/checked_math.h"
+
+namespace pagoda::engine {
+
+struct Scheduler::Candidate {
+  Request* r = nullptr;
+  int64_t num_new_tokens = 0;
+  kv::SlotAllocation alloc;
+  bool is_new = false;
+};
+
+Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
+  if (config.max_num_seqs < 1) {
+    return invalid_argument("max_num_seqs must be >= 1, got {}", config.max_num_seqs);
+  }
+  if (config.max_num_batched_tokens < config.max_num_seqs) {
+    return invalid_argument("max_num_batched_tokens ({}) must be >= max_num_seqs ({})",
+                            config.max_num_batched_tokens, config.max_num_seqs);
+  }
+  if (config.max_model_len < 0) {
+    return invalid_argument("max_model_len must be >= 0, got {}", config.max_model_len);
+  }
+  if (config.long_prefill_token_threshold < 0) {
+    return invalid_argument("long_prefill_token_threshold must be >= 0, got {}",
+                            config.long_prefill_token_threshold);
+  }
+  auto kv = kv::KvManager::create(config.kv);
+  if (!kv.ok()) return kv.status().with_context("scheduler kv config");
+  return Scheduler(config, std::move(kv).value());
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, kv::KvManager kv)
+    : config_(config), kv_(std::move(kv)), waiting_(config.policy) {}
+
+Result<RequestId> Scheduler::add_request(NewRequest request) {
+  const auto num_prompt = static_cast<int64_t>(request.prompt_token_ids.size());
+  if (num_prompt == 0) return invalid_argument("prompt_token_ids must not be empty");
+  for (int64_t i = 0; i < num_prompt; ++i) {
+    if (request.prompt_token_ids[i] < 0) {
+      return invalid_argument("prompt_token_ids[{}] is negative ({})", i,
+                              request.prompt_token_ids[i]);
+    }
+  }
+  const StopParams& stop = request.stop;
+  if (stop.max_tokens < 1)
+    return invalid_argument("max_tokens must be >= 1, got {}", stop.max_tokens);
+  if (stop.min_tokens < 0 || stop.min_tokens > stop.max_tokens) {
+    return invalid_argument("min_tokens must be in [0, max_tokens={}], got {}", stop.max_tokens,
+                            stop.min_tokens);
+  }
+  if (request.n < 1 || request.n > config_.max_num_seqs) {
+    return invalid_argument("n must be in [1, max_num_seqs={}], got {}", config_.max_num_seqs,
+                            request.n);
+  }
+  const int64_t total = num_prompt + stop.max_tokens;  // both bounded far below overflow
+  if (config_.max_model_len > 0 && total > config_.max_model_len) {
+    return invalid_argument("prompt ({} tokens) + max_tokens ({}) exceeds max_model_len ({})",
+                            num_prompt, stop.max_tokens, config_.max_model_len);
+  }
+  const int64_t blocks = kv_.num_blocks_for_tokens(total);
+  if (blocks > kv_.pool().num_usable_blocks()) {
+    return invalid_argument(
+        "prompt ({} tokens) + max_tokens ({}) needs {} KV blocks of {} tokens but the cache "
+        "has {}",
+        num_prompt, stop.max_tokens, blocks, kv_.block_size(), kv_.pool().num_usable_blocks());
+  }
+  if (!config_.enable_chunked_prefill && total > config_.max_num_batched_tokens) {
+    return invalid_argument(
+        "prompt ({} tokens) + max_tokens ({}) exceeds max_num_batched_tokens ({}) with chunked "
+        "prefill off (a preempted request is recomputed in one step)",
+        num_prompt, stop.max_tokens, config_.max_num_batched_tokens);
+  }
+  if (config_.max_num_waiting > 0 &&
+      waiting_.size() >= static_cast<size_t>(config_.max_num_waiting)) {
+    return resource_exhausted("the waiting queue is full ({} requests)", waiting_.size());
+  }
+  const RequestId id = next_id_++;
+  auto r = std::make_unique<Request>(id, std::move(request), next_arrival_seq_++);
+  waiting_.push_new(r.get());
+  requests_.emplace(id, std::move(r));
+  return id;
+}
+
+Request* Scheduler::lookup(RequestId id) {
+  const auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+const Request* Scheduler::find(RequestId id) const {
+  const auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+std::vector<RequestId> Scheduler::running_ids() const {
+  std::vector<RequestId> ids;
+  ids.reserve(running_.size());
+  for (const Request* r : running_)
+    ids.push_back(r->id());
+  return ids;
+}
+
+int32_t Scheduler::num_running_seqs() const {
+  int32_t n = 0;
+  for (const Request* r : running_)
+    n += 1 + r->num_pending_samples_;
+  return n;
+}
+
+namespace {
+// Tokens to compute now for a request with `remaining` uncomputed tokens; 0 = cannot fit.
+int64_t chunk_tokens(int64_t remaining, int64_t budget, const SchedulerConfig& config) {
+  if (remaining <= 0 || budget <= 0) return 0;
+  if (!config.enable_chunked_prefill) return remaining <= budget ? remaining : 0;
+  int64_t n = remaining;
+  if (config.long_prefill_token_threshold > 0) {
+    n = std::min<int64_t>(n, config.long_prefill_token_threshold);
+  }
+  return std::min(n, budget);
+}
+}  // namespace
+
+Request* Scheduler::pick_victim() const {
+  PAGODA_CHECK(!running_.empty());
+  if (config_.policy == SchedulingPolicy::kFcfs) return running_.back();
+  // The request the policy would admit last: largest (priority, arrival, id).
+  return *std::max_element(running_.begin(), running_.end(), WaitingQueue::before);
+}
+
+void Scheduler::remove_running(Request* r) {
+  const auto it = std::find(running_.begin(), running_.end(), r);
+  PAGODA_CHECK(it != running_.end());
+  running_.erase(it);
+}
+
+void Scheduler::preempt(Request* r, std::vector<Candidate>& chosen, int64_t& budget,
+                        StepPlan& plan) {
+  // Chosen earlier in this step (priority policy, or a decode ahead of a prefill): undo it,
+  // dropping its allocation (copies included; the freed blocks carry nothing yet).
+  const auto it =
+      std::find_if(chosen.begin(), chosen.end(), [r](const Candidate& c) { return c.r == r; });
+  if (it != chosen.end()) {
+    budget += it->num_new_tokens;
+    chosen.erase(it);
+  }
+  kv_.free(r->id_);
+  remove_running(r);
+  r->status_ = RequestStatus::kPreempted;
+  r->num_computed_tokens_ = 0;
+  r->scheduled_since_admission_ = false;
+  ++r->num_preemptions_;
+  ++num_preemptions_;
+  waiting_.push_preempted(r);
+  plan.preempted_ids.push_back(r->id_);
+}
+
+StepPlan Scheduler::schedule() {
+  PAGODA_CHECK_MSG(!outstanding_step_, "schedule() called while a plan is outstanding");
+  StepPlan plan;
+  plan.step_id = next_step_id_++;
+  plan.block_size = kv_.block_size();
+  int64_t budget = config_.max_num_batched_tokens;
+  std::vector<Candidate> chosen;
+
+  // 1. Running requests: decodes first, then prefill (or recompute) chunks.
+  std::vector<Request*> order;
+  order.reserve(running_.size());
+  for (Request* r : running_) {
+    if (r->num_tokens() - r->num_computed_tokens_ == 1) order.push_back(r);
+  }
+  for (Request* r : running_) {
+    if (r->num_tokens() - r->num_computed_tokens_ != 1) order.push_back(r);
+  }
+  for (Request* r : order) {
+    if (budget <= 0) break;
+    if (r->status_ != RequestStatus::kRunning) continue;  // preempted by an earlier one
+    const int64_t n = chunk_tokens(r->num_tokens() - r->num_computed_tokens_, budget, config_);
+    if (n == 0) continue;  // an unchunked prompt larger than what is left of the budget
+    std::optional<kv::SlotAllocation> alloc;
+    while (!(alloc = kv_.allocate_slots(r->kv_view(), n))) {
+      Request* victim = pick_victim();
+      preempt(victim, chosen, budget, plan);
+      if (victim == r) break;
+    }
+    if (!alloc) break;  // nothing after the request that could not fit alone will fit
+    chosen.push_back(Candidate{r, n, std::move(*alloc), !r->scheduled_since_admission_});
+    budget -= n;
+  }
+
+  // 2. Waiting requests, in policy order, only when nobody had to be preempted.
+  if (plan.preempted_ids.empty()) {
+    int32_t num_seqs = num_running_seqs();
+    while (!waiting_.empty() && budget > 0) {
+      Request* r = waiting_.front();
+      const int32_t seqs = 1 + r->num_pending_samples_;
+      if (num_seqs + seqs > config_.max_num_seqs) break;
+      PAGODA_CHECK(r->num_computed_tokens_ == 0);
+      const kv::PrefixHit hit = kv_.get_computed_blocks(r->kv_view());
+      const int64_t n = chunk_tokens(r->num_tokens() - hit.num_tokens, budget, config_);
+      if (n == 0) break;
+      std::optional<kv::SlotAllocation> alloc = kv_.allocate_slots(r->kv_view(), n, &hit);
+      if (!alloc) break;
+      waiting_.pop_front();
+      r->status_ = RequestStatus::kRunning;
+      r->num_computed_tokens_ = hit.num_tokens;
+      if (!r->admitted_once_) {
+        r->admitted_once_ = true;
+        r->num_cached_tokens_ = hit.num_tokens;
+      }
+      running_.push_back(r);
+      num_seqs += seqs;
+      chosen.push_back(Candidate{r, n, std::move(*alloc), true});
+      budget -= n;
+    }
+  }
+
+  // 3. The plan, in the order chosen; computed tokens advance as if it had run.
+  plan.requests.reserve(chosen.size());
+  const Clock::time_point now = Clock::now();
+  for (Candidate& c : chosen) {
+    Request* r = c.r;
+    ScheduledRequest s;
+    s.id = r->id_;
+    s.num_computed_tokens = r->num_computed_tokens_;
+    s.num_prompt_tokens = r->num_prompt_tokens_;
+    const auto begin = r->token_ids_.begin() + r->num_computed_tokens_;
+    s.token_ids.assign(begin, begin + c.num_new_tokens);
+    const std::span<const kv::BlockId> table = kv_.block_table(r->id_);
+    s.block_table.assign(table.begin(), table.end());
+    s.new_block_ids = std::move(c.alloc.new_block_ids);
+    plan.block_copies.insert(plan.block_copies.end(), c.alloc.copies.begin(), c.alloc.copies.end());
+    s.is_new = c.is_new;
+    if (c.is_new) s.history_token_ids = r->token_ids_;
+    if (!r->first_scheduled_time_) r->first_scheduled_time_ = now;
+    const int64_t prompt_end =
+        std::min(r->num_prompt_tokens_, r->num_computed_tokens_ + c.num_new_tokens);
+    num_prompt_tokens_computed_ += std::max<int64_t>(0, prompt_end - r->num_computed_tokens_);
+    const bool reaches_end = r->num_computed_tokens_ + c.num_new_tokens == r->num_tokens();
+    s.num_samples = reaches_end ? 1 + r->num_pending_samples_ : 0;
+    s.sample_index = r->sample_index_;
+    s.sampling = r->sampling_;
+    plan.num_scheduled_tokens += c.num_new_tokens;
+    r->num_computed_tokens_ += c.num_new_tokens;
+    r->scheduled_since_admission_ = true;
+    r->in_flight_ = true;
+    plan.requests.push_back(std::move(s));
+  }
+  ++num_steps_;
+  if (!plan.requests.empty()) {
+    // Requests finished since the last plan reach the runner with the next plan that runs.
+    plan.finished_ids = std::move(finished_since_plan_);
+    finished_since_plan_.clear();
+    outstanding_step_ = plan.step_id;
+  }
+  return plan;
+}
+
+std::optional<FinishReason> Scheduler::check_stop(const Request& r,
+                                                  std::optional<TokenId>& stop_token) const {
+  const TokenId last = r.token_ids_.back();
+  const StopParams& stop = r.stop_;
+  if (r.num_output_tokens() >= stop.min_tokens) {
+    const auto has = [last](const std::vector<TokenId>& ids) {
+      return std::find(ids.begin(), ids.end(), last) != ids.end();
+    };
+    if ((!stop.ignore_eos && has(stop.eos_token_ids)) || has(stop.stop_token_ids)) {
+      stop_token = last;
+      return FinishReason::kStop;
+    }
+  }
+  if (r.num_output_tokens() >= stop.max_tokens) return FinishReason::kLength;
+  if (config_.max_model_len > 0 && r.num_tokens() >= config_.max_model_len) {
+    return FinishReason::kLength;
+  }
+  return std::nullopt;
+}
+
+void Scheduler::finish(Request* r, FinishReason reason) {
+  const RequestId id = r->id_;
+  if (r->status_ == RequestStatus::kRunning) {
+    remove_running(r);
+    if (r->in_flight_) {
+      deferred_frees_.push_back(id);  // the runner may still be writing its blocks
+    } else {
+      kv_.free(id);
+    }
+  } else {
+    PAGODA_CHECK(waiting_.remove(r));
+  }
+  r->status_ = finished_status(reason);
+  finished_since_plan_.push_back(id);
+  requests_.erase(id);  // destroys *r
+}
+
+void Scheduler::release_deferred() {
+  for (const kv::SeqId id : deferred_frees_)
+    kv_.free(id);
+  deferred_frees_.clear();
+}
+
+void Scheduler::fill_event_info(const Request& r, RequestEvent& ev) {
+  ev.parent_id = r.parent_id_;
+  ev.sample_index = r.sample_index_;
+  ev.num_output_tokens = r.num_output_tokens();
+  ev.num_prompt_tokens = r.num_prompt_tokens_;
+  ev.num_cached_tokens = r.num_cached_tokens_;
+  ev.arrival_time = r.arrival_time_;
+  ev.first_scheduled_time = r.first_scheduled_time_;
+}
+
+RequestEvent Scheduler::append_token(Request* r, TokenId token, const SampleLogprobs* logprobs) {
+  r->token_ids_.push_back(token);
+  ++num_generation_tokens_;
+  RequestEvent ev;
+  ev.id = r->id_;
+  ev.new_token_ids.push_back(token);
+  if (logprobs != nullptr) ev.new_logprobs.push_back(*logprobs);
+  fill_event_info(*r, ev);
+  std::optional<TokenId> stop_token;
+  if (const std::optional<FinishReason> reason = check_stop(*r, stop_token)) {
+    ev.finish_reason = reason;
+    ev.stop_token_id = stop_token;
+    finish(r, *reason);
+  }
+  return ev;
+}
+
+Result<std::vector<RequestEvent>> Scheduler::update_from_output(const StepPlan& plan,
+                                                                const StepOutput& output) {
+  if (plan.requests.empty()) return std::vector<RequestEvent>{};
+  if (outstanding_step_ != plan.step_id) {
+    return failed_precondition("update_from_output: step {} is not the outstanding plan",
+                               plan.step_id);
+  }
+  // Validate everything before changing anything.
+  size_t k = 0;
+  for (const ScheduledRequest& s : plan.requests) {
+    if (s.num_samples == 0) continue;
+    if (k >= output.sampled.size()) {
+      return internal_error("runner output has {} sampled entries; the plan needs more",
+                            output.sampled.size());
+    }
+    const SampledTokens& o = output.sampled[k];
+    if (o.id != s.id) {
+      return internal_error("runner output sampled[{}] is for request {}, plan expects {}", k, o.id,
+                            s.id);
+    }
+    if (o.token_ids.size() != static_cast<size_t>(s.num_samples)) {
+      return internal_error("runner output sampled[{}] has {} tokens, plan asks {}", k,
+                            o.token_ids.size(), s.num_samples);
+    }
+    if (!o.logprobs.empty() && o.logprobs.size() != o.token_ids.size()) {
+      return internal_error("runner output sampled[{}] has {} logprobs for {} tokens", k,
+                            o.logprobs.size(), o.token_ids.size());
+    }
+    for (const TokenId t : o.token_ids) {
+      if (t < 0) return internal_error("runner output sampled[{}] has token id {}", k, t);
+    }
+    ++k;
+  }
+  if (k != output.sampled.size()) {
+    return internal_error("runner output has {} sampled entries, plan expects {}",
+                          output.sampled.size(), k);
+  }
+  outstanding_step_.reset();
+
+  std::vector<RequestEvent> events;
+  k = 0;
+  for (const ScheduledRequest& s : plan.requests) {
+    const SampledTokens* o = s.num_samples > 0 ? &output.sampled[k++] : nullptr;
+    Request* r = lookup(s.id);
+    if (r == nullptr) continue;  // aborted while in flight
+    r->in_flight_ = false;
+    kv_.cache_blocks(r->kv_view());
+    if (o == nullptr) continue;
+    const auto lp = [o](size_t i) { return o->logprobs.empty() ? nullptr : &o->logprobs[i]; };
+    // Fork first, so every child starts from exactly the parent's tokens and blocks.
+    std::vector<Request*> children;
+    if (r->num_pending_samples_ > 0) {
+      PAGODA_CHECK(r->num_output_tokens() == 0);
+      for (int32_t i = 1; i <= r->num_pending_samples_; ++i) {
+        auto child = std::make_unique<Request>(*r);
+        child->id_ = next_id_++;
+        child->parent_id_ = r->id_;
+        child->sample_index_ = i;
+        child->num_pending_samples_ = 0;
+        child->num_preemptions_ = 0;
+        child->scheduled_since_admission_ = false;
+        PAGODA_CHECK(kv_.fork(r->kv_view(), child->id_).ok());
+        children.push_back(child.get());
+        running_.push_back(child.get());
+        requests_.emplace(child->id_, std::move(child));
+      }
+      r->num_pending_samples_ = 0;
+    }
+    events.push_back(append_token(r, o->token_ids[0], lp(0)));
+    for (size_t i = 0; i < children.size(); ++i) {
+      events.push_back(append_token(children[i], o->token_ids[i + 1], lp(i + 1)));
+    }
+  }
+  release_deferred();
+  return events;
+}
+
+std::vector<RequestEvent> Scheduler::fail_step(const StepPlan& plan) {
+  std::vector<RequestEvent> events;
+  if (plan.requests.empty() || outstanding_step_ != plan.step_id) return events;
+  outstanding_step_.reset();
+  for (const ScheduledRequest& s : plan.requests) {
+    Request* r = lookup(s.id);
+    if (r == nullptr) continue;
+    r->in_flight_ = false;
+    RequestEvent ev;
+    ev.id = r->id_;
+    ev.finish_reason = FinishReason::kError;
+    fill_event_info(*r, ev);
+    finish(r, FinishReason::kError);
+    events.push_back(std::move(ev));
+  }
+  release_deferred();
+  return events;
+}
+
+Status Scheduler::abort(RequestId id) {
+  Request* r = lookup(id);
+  if (r == nullptr) return not_found("request {} is unknown or already finished", id);
+  finish(r, FinishReason::kAbort);
+  return Status();
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.num_running = static_cast<int32_t>(running_.size());
+  s.num_waiting = static_cast<int32_t>(waiting_.size());
+  s.num_preemptions = num_preemptions_;
+  s.num_steps = num_steps_;
+  s.num_prompt_tokens_computed = num_prompt_tokens_computed_;
+  s.num_generation_tokens = num_generation_tokens_;
+  s.kv = kv_.stats();
+  s.kv_usage = s.kv.usage;
+  s.prefix_cache_hit_rate =
+      s.kv.prefix_cache_queries > 0
+          ? static_cast<double>(s.kv.prefix_cache_hits) / s.kv.prefix_cache_queries
+          : 0.0;
+  return s;
+}
+
+Status Scheduler::check_invariants() const {
+  PAGODA_RETURN_IF_ERROR(kv_.check_invariants());
+  if (running_.size() + waiting_.size() != requests_.size()) {
+    return internal_error("{} running + {} waiting != {} requests", running_.size(),
+                          waiting_.size(), requests_.size());
+  }
+  if (num_running_seqs() > config_.max_num_seqs) {
+    return internal_error("{} running sequences exceed max_num_seqs {}", num_running_seqs(),
+                          config_.max_num_seqs);
+  }
+  for (const Request* r : running_) {
+    if (r->status_ != RequestStatus::kRunning) {
+      return internal_error("running request {} has status {}", r->id_, to_string(r->status_));
+    }
+    if (find(r->id_) != r) return internal_error("running request {} not registered", r->id_);
+    const int64_t limit = outstanding_step_ ? r->num_tokens() : r->num_tokens() - 1;
+    if (r->num_computed_tokens_ < 0 || r->num_computed_tokens_ > limit) {
+      return internal_error("running request {} has {} computed of {} tokens", r->id_,
+                            r->num_computed_tokens_, r->num_tokens());
+    }
+    const auto table = kv_.block_table(r->id_);
+    if (!kv_.contains(r->id_) ||
+        static_cast<int64_t>(table.size()) < kv_.num_blocks_for_tokens(r->num_computed_tokens_)) {
+      return internal_error("running request {} has {} blocks for {} computed tokens", r->id_,
+                            table.size(), r->num_computed_tokens_);
+    }
+  }
+  for (const Request* r : waiting_.items()) {
+    if (r->status_ != RequestStatus::kWaiting && r->status_ != RequestStatus::kPreempted) {
+      return internal_error("waiting request {} has status {}", r->id_, to_string(r->status_));
+    }
+    if (find(r->id_) != r) return internal_error("waiting request {} not registered", r->id_);
+    if (r->num_computed_tokens_ != 0 || kv_.contains(r->id_)) {
+      return internal_error("waiting request {} holds KV state", r->id_);
+    }
+  }
+  if (kv_.num_sequences() != running_.size() + deferred_frees_.size()) {
+    return internal_error("kv tracks {} sequences, scheduler {} running + {} deferred",
+                          kv_.num_sequences(), running_.size(), deferred_frees_.size());
+  }
+  return Status();
+}
+
+}  // namespace pagoda::engine

@@ -1,0 +1,85 @@
+// StepPlan / StepOutput: the plain-data contract between the Scheduler (engine/) and the runner
+// (runner/, through ModelExecutor). One plan = one forward pass over a batch of sequences.
+//
+// StepPlan invariants (the runner may rely on them):
+//  - requests[] ids are distinct; each entry computes token_ids[i] at position
+//    num_computed_tokens + i; token_ids is non-empty; the sum of token_ids sizes is
+//    num_scheduled_tokens <= SchedulerConfig::max_num_batched_tokens, and
+//    requests.size() <= max_num_seqs.
+//  - block_table covers every position < num_computed_tokens + token_ids.size(): position p
+//    lives in block block_table[p / block_size], slot p % block_size. Tokens before
+//    num_computed_tokens are already in the KV cache (earlier steps, prefix-cache hits or a
+//    fork parent). No table holds the null block 0.
+//  - block_copies must be executed in order, before the forward pass: copy every slot of every
+//    layer from src to dst (copy-on-write of a block shared after a fork).
+//  - num_samples > 0 exactly when the chunk reaches the newest known token, i.e. the entry
+//    produces logits for position num_computed_tokens + token_ids.size() - 1, from which the
+//    runner draws num_samples tokens (n > 1 only on a forking request's first sampling step).
+//  - preempted_ids and finished_ids list requests whose per-request runner state (if any) can be
+//    dropped; their blocks may be reused by this very plan. A preempted request comes back later
+//    with is_new set and num_computed_tokens from 0 (or from its prefix-cache hit).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampling_params.h"
+#include "kv/kv_types.h"
+
+namespace pagoda::engine {
+
+struct ScheduledRequest {
+  RequestId id = 0;
+  int64_t num_computed_tokens = 0;         // position of token_ids[0]
+  int64_t num_prompt_tokens = 0;           // positions < this are prompt, the rest outputs
+  std::vector<TokenId> token_ids;          // tokens to compute now
+  std::vector<kv::BlockId> block_table;    // the whole table after this step's allocation
+  std::vector<kv::BlockId> new_block_ids;  // appended to the table in this step (in order)
+  // First step since admission, resumption or fork: the runner (re)builds its per-request
+  // state (sampler, penalties) from history_token_ids.
+  bool is_new = false;
+  std::vector<TokenId> history_token_ids;  // only when is_new: every known token at schedule
+                                           // time (prompt, then outputs)
+  int32_t num_samples = 0;                 // tokens to sample from this entry's last logits row
+  int32_t sample_index = 0;                // 0, or i for the i-th forked child (RNG stream key)
+  std::shared_ptr<const SamplingParams> sampling;  // never null
+};
+
+struct StepPlan {
+  uint64_t step_id = 0;  // increasing, one per schedule() call
+  int32_t block_size = 0;
+  std::vector<ScheduledRequest> requests;
+  int64_t num_scheduled_tokens = 0;
+  std::vector<kv::BlockCopy> block_copies;
+  std::vector<RequestId> preempted_ids;  // preempted while building this plan
+  std::vector<RequestId> finished_ids;   // finished or aborted since the previous plan
+  bool empty() const { return requests.empty(); }
+};
+
+struct TokenLogprob {
+  TokenId token_id = 0;
+  float logprob = 0;
+};
+
+// Log-probabilities for one sampled token (after the runner's logits processing).
+struct SampleLogprobs {
+  float logprob = 0;              // of the sampled token
+  std::vector<TokenLogprob> top;  // SamplingParams::logprobs best alternatives, descending
+};
+
+struct SampledTokens {
+  RequestId id = 0;
+  std::vector<TokenId> token_ids;        // exactly num_samples of the plan entry; sample i goes to
+                                         // the request (i == 0) or its i-th forked child
+  std::vector<SampleLogprobs> logprobs;  // empty, or one per token_ids entry
+};
+
+// The runner's answer to a StepPlan: one entry per plan request with num_samples > 0, in plan
+// order (entries without sampling are omitted).
+struct StepOutput {
+  std::vector<SampledTokens> sampled;
+};
+
+}  // namespace pagoda::engine
