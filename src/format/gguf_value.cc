@@ -182,6 +182,7 @@ bool gguf_type_is_signed(GgufType type) {
 GgufValue gguf_decode_scalar(GgufType type, const uint8_t* p) {
   GgufValue v;
   v.type = type;
+  v.raw = std::span<const uint8_t>(p, static_cast<size_t>(gguf_type_size(type)));
   auto set_unsigned = [&v](uint64_t x) {
     v.u = x;
     v.i = x <= static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(x) : 0;

@@ -52,6 +52,8 @@ struct GgufValue {
   // nested arrays: each one's element type + count + elements).
   GgufType elem_type = GgufType::kUint8;
   uint64_t count = 0;
+  // kArray: the elements' bytes as above. Scalars: the value's bytes as stored (so a value can be
+  // copied bit-exactly, e.g. by GgufWriteValue::copy_of). kString: empty (use `str`).
   std::span<const uint8_t> raw;
 };
 

@@ -81,6 +81,20 @@ GgufWriteValue GgufWriteValue::array_of_arrays(std::span<const GgufWriteValue> a
   return raw(static_cast<uint32_t>(GgufType::kArray), std::move(payload));
 }
 
+GgufWriteValue GgufWriteValue::copy_of(const GgufValue& value) {
+  std::vector<uint8_t> payload;
+  if (value.type == GgufType::kString) {
+    put_string(payload, value.str);
+  } else if (value.type == GgufType::kArray) {
+    put_u32(payload, static_cast<uint32_t>(value.elem_type));
+    put_u64(payload, value.count);
+    payload.insert(payload.end(), value.raw.begin(), value.raw.end());
+  } else {
+    payload.assign(value.raw.begin(), value.raw.end());
+  }
+  return raw(static_cast<uint32_t>(value.type), std::move(payload));
+}
+
 GgufWriteValue GgufWriteValue::raw(uint32_t type_id, std::vector<uint8_t> payload) {
   GgufWriteValue out;
   out.type_id_ = type_id;

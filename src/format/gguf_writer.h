@@ -61,6 +61,8 @@ class GgufWriteValue {
   // An array whose elements are arrays (each may have its own element type). Every element must
   // itself be an array value (PAGODA_CHECK).
   static GgufWriteValue array_of_arrays(std::span<const GgufWriteValue> arrays);
+  // A bit-exact copy of a value read by GgufFile (e.g. to carry metadata into a new file).
+  static GgufWriteValue copy_of(const GgufValue& value);
   // Any type id with any payload, unchecked: lets tests write invalid values.
   static GgufWriteValue raw(uint32_t type_id, std::vector<uint8_t> payload);
 

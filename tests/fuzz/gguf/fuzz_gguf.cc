@@ -1,11 +1,17 @@
 // libFuzzer target: GgufFile::parse on arbitrary bytes, then touches every metadata value (typed
 // getters, element walks, formatting) and every tensor's data range, so ASan/UBSan see any read
-// the validation let through.
+// the validation let through. Every accepted file is also rewritten with GgufWriter and parsed
+// again: the writer must accept whatever the reader accepted, and the copy must read the same.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "format/gguf_file.h"
+#include "format/gguf_writer.h"
 
 namespace {
 
@@ -23,6 +29,49 @@ void touch_value(const pagoda::format::GgufValue& v, int depth) {
         return true;
       });
   if (visited != v.count) __builtin_trap();  // validated arrays must walk completely
+}
+
+bool same_bytes(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// parse -> write -> parse: same version, keys, values and tensors (offsets may differ).
+void check_rewrite(const pagoda::format::GgufFile& f) {
+  using namespace pagoda::format;
+  GgufWriter w;
+  w.set_version(f.version());
+  for (const GgufKv& kv : f.metadata())
+    w.set(std::string(kv.key), GgufWriteValue::copy_of(kv.value));
+  for (const GgufTensorInfo& t : f.tensors()) {
+    w.add_tensor(std::string(t.name), t.dtype, std::vector<uint64_t>(t.dims, t.dims + t.n_dims),
+                 std::vector<uint8_t>(t.data, t.data + t.size_bytes));
+  }
+  auto bytes = w.to_bytes();
+  if (!bytes.ok()) __builtin_trap();
+  auto again = GgufFile::parse(*bytes, "rewrite");
+  if (!again.ok()) __builtin_trap();
+  const GgufFile& g = **again;
+  if (g.version() != f.version() || g.alignment() != f.alignment()) __builtin_trap();
+  if (g.metadata().size() != f.metadata().size() || g.tensors().size() != f.tensors().size()) {
+    __builtin_trap();
+  }
+  for (size_t k = 0; k < f.metadata().size(); ++k) {
+    const GgufKv& a = f.metadata()[k];
+    const GgufKv& b = g.metadata()[k];
+    if (a.key != b.key || a.value.type != b.value.type || a.value.str != b.value.str ||
+        a.value.elem_type != b.value.elem_type || a.value.count != b.value.count ||
+        !same_bytes(a.value.raw, b.value.raw)) {
+      __builtin_trap();
+    }
+  }
+  for (size_t k = 0; k < f.tensors().size(); ++k) {
+    const GgufTensorInfo& a = f.tensors()[k];
+    const GgufTensorInfo& b = g.tensors()[k];
+    if (a.name != b.name || a.dtype != b.dtype || a.n_dims != b.n_dims ||
+        !std::equal(a.dims, a.dims + 4, b.dims) || !same_bytes(a.bytes(), b.bytes())) {
+      __builtin_trap();
+    }
+  }
 }
 
 }  // namespace
@@ -50,5 +99,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (t.size_bytes == 0 || t.data < data || t.data + t.size_bytes > data + size) __builtin_trap();
     g_sink = g_sink + t.data[0] + t.data[t.size_bytes - 1] + t.num_elements;
   }
+  check_rewrite(f);
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -205,6 +206,40 @@ TEST(GgufFixtures, TokenizerFiles) {
     EXPECT_TRUE((*f)->get_string("tokenizer.ggml.model").ok());
   }
   EXPECT_EQ(seen, 5);
+}
+
+// Copy every key bit-exactly and stream every tensor from the mapping, as `pagoda quantize` would:
+// the result must be byte-identical to the file llama.cpp's writer produced.
+TEST(GgufFixtures, RewriteThroughTheWriterIsByteIdentical) {
+  for (const char* rel : {"models/llama-Q4_K_M.gguf", "models/moe-Q8_0.gguf"}) {
+    SCOPED_TRACE(rel);
+    const auto path = pagoda::testing::fixture(rel);
+    PAGODA_REQUIRE_FIXTURE(path);
+    auto f = open_fixture(rel);
+    ASSERT_NE(f, nullptr);
+    GgufWriter w;
+    w.set_version(f->version());
+    for (const GgufKv& kv : f->metadata()) {
+      w.set(std::string(kv.key), GgufWriteValue::copy_of(kv.value));
+    }
+    for (const GgufTensorInfo& t : f->tensors()) {
+      const GgufTensorInfo* src = &t;
+      w.add_tensor(std::string(t.name), t.dtype, std::vector<uint64_t>(t.dims, t.dims + t.n_dims),
+                   [src](const GgufWriter::ByteSink& sink) -> Status {
+                     // In pieces, as a converter producing rows would.
+                     const uint64_t piece = 4096;
+                     for (uint64_t at = 0; at < src->size_bytes; at += piece) {
+                       const uint64_t n = std::min(piece, src->size_bytes - at);
+                       PAGODA_RETURN_IF_ERROR(sink(src->bytes().subspan(at, n)));
+                     }
+                     return Status();
+                   });
+    }
+    auto out = w.to_bytes();
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_EQ(out->size(), f->bytes().size());
+    EXPECT_TRUE(std::equal(out->begin(), out->end(), f->bytes().begin()));
+  }
 }
 
 // ---- truncation sweeps ------------------------------------------------------------------------
