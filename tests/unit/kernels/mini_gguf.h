@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,9 +29,14 @@ class MiniGguf {
  public:
   // Returns false if the file cannot be read or is not GGUF.
   bool load(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
     if (!f) return false;
-    bytes_.assign(std::istreambuf_iterator<char>(f), {});
+    bytes_.resize(static_cast<size_t>(f.tellg()));
+    f.seekg(0);
+    if (!f.read(reinterpret_cast<char*>(bytes_.data()),
+                static_cast<std::streamsize>(bytes_.size()))) {
+      return false;
+    }
     pos_ = 0;
     if (bytes_.size() < 24 || std::memcmp(bytes_.data(), "GGUF", 4) != 0) return false;
     pos_ = 4;
