@@ -42,8 +42,13 @@ struct ScheduledRequest {
   bool is_new = false;
   std::vector<TokenId> history_token_ids;  // only when is_new: every known token at schedule
                                            // time (prompt, then outputs)
-  int32_t num_samples = 0;                 // tokens to sample from this entry's last logits row
-  int32_t sample_index = 0;                // 0, or i for the i-th forked child (RNG stream key)
+  // Tokens to draw from this entry's last logits row: 0 (a prefill chunk short of the newest
+  // token), 1, or n on a forking request's first sampling step. Draws 1..n-1 start new
+  // sequences (the children): they do not enter this request's penalty history.
+  int32_t num_samples = 0;
+  // 0, or i for the i-th forked child. Children share `sampling` (and its seed), so a seeded
+  // runner keys its RNG stream by (seed, sample_index).
+  int32_t sample_index = 0;
   std::shared_ptr<const SamplingParams> sampling;  // never null
 };
 
@@ -54,7 +59,9 @@ struct StepPlan {
   int64_t num_scheduled_tokens = 0;
   std::vector<kv::BlockCopy> block_copies;
   std::vector<RequestId> preempted_ids;  // preempted while building this plan
-  std::vector<RequestId> finished_ids;   // finished or aborted since the previous plan
+  // Finished or aborted since the previous non-empty plan (an empty plan is not executed and
+  // carries none; they wait for the next one).
+  std::vector<RequestId> finished_ids;
   bool empty() const { return requests.empty(); }
 };
 
