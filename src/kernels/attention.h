@@ -24,7 +24,8 @@ struct KvLayerView {
 };
 
 // Writes k[t, kvh, :], v[t, kvh, :] (f32, [num_tokens, n_kv_heads, head_dim]) into the cache at
-// positions[t] through block_table.
+// positions[t] through block_table (f16 caches round to nearest even).
+// precondition: positions[t] >= 0, block_table covers positions[t], its ids < kv.num_blocks.
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v);
 
@@ -35,7 +36,11 @@ struct AttentionParams {
 
 // For each query token t (q: [num_tokens, n_heads, head_dim], at position positions[t]),
 // attends causally over cache positions [0, positions[t]] of one sequence and writes
-// out[t, h, :]. Query head h reads KV head h / (n_heads / n_kv_heads).
+// out[t, h, :] ([num_tokens, n_heads, head_dim] f32). Query head h reads KV head
+// h / (n_heads / n_kv_heads). Computed flash-style (online softmax, block by block); each
+// (token, head) is independent, so results do not depend on how tokens are batched.
+// precondition: the cache holds K/V for every position in [0, positions[t]] (write this step's
+// tokens with kv_cache_write first); block_table covers them.
 void paged_attention(const float* q, int64_t num_tokens, const int32_t* positions,
                      const KvLayerView& kv, std::span<const int32_t> block_table,
                      const AttentionParams& params, float* out);

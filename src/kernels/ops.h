@@ -9,7 +9,8 @@
 
 namespace pagoda::kernels {
 
-// y[m, w.rows] = x[m, w.cols] · wᵀ (+ bias[w.rows] when bias != nullptr).
+// y[m, w.rows] = x[m, w.cols] · wᵀ (+ bias[w.rows] when bias != nullptr). w.dtype: any type
+// can_dequantize accepts; w.row_bytes == row_size_bytes(w.dtype, w.cols).
 // Each output row's value depends only on its own x row (never on m): batched == alone.
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias = nullptr);
 
@@ -25,6 +26,8 @@ enum class RopeStyle {
   kNeox,         // pairs (i, i + d/2): qwen2, HF rotate-half
 };
 
+// Angles follow ggml's rope (ext_factor 0, attn_factor 1) exactly, including its float
+// recurrence theta_i = pos · base^(-2i/rot_dims) computed by repeated multiplication.
 struct RopeParams {
   RopeStyle style = RopeStyle::kInterleaved;
   int32_t rot_dims = 0;      // dims rotated per head (== head_dim for these archs)
@@ -41,7 +44,8 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
 // out[i] = silu(gate[i]) * up[i] for i < n. out may alias gate.
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 
-// In place: x[r, :] = softmax(x[r, :]).
+// In place: x[r, :] = softmax(x[r, :]) (max-subtracted; -inf entries get 0; a row that is all
+// -inf becomes all 0).
 void softmax(float* x, int64_t rows, int64_t dim);
 
 // y[i] += x[i].
