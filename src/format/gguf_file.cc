@@ -425,6 +425,14 @@ Result<std::unique_ptr<GgufFile>> GgufFile::parse(std::span<const uint8_t> bytes
   return file;
 }
 
+Result<std::unique_ptr<GgufFile>> GgufFile::parse(std::vector<uint8_t>&& bytes, std::string name) {
+  std::vector<uint8_t> owned = std::move(bytes);
+  const std::span<const uint8_t> view(owned);
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, parse(view, std::move(name)));
+  file->owned_ = std::move(owned);  // moving a vector keeps its buffer, so the views stay valid
+  return file;
+}
+
 const GgufKv* GgufFile::find_kv(std::string_view key) const {
   auto it = key_to_index_.find(key);
   return it == key_to_index_.end() ? nullptr : &kvs_[it->second];

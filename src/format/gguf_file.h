@@ -57,6 +57,9 @@ class GgufFile {
   // Validates an in-memory image (used by tests and the fuzzer); `bytes` must outlive the file.
   static Result<std::unique_ptr<GgufFile>> parse(std::span<const uint8_t> bytes,
                                                  std::string name = "<memory>");
+  // As above, but the file takes ownership of the bytes (e.g. parse(writer.to_bytes())).
+  static Result<std::unique_ptr<GgufFile>> parse(std::vector<uint8_t>&& bytes,
+                                                 std::string name = "<memory>");
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
@@ -87,7 +90,8 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  MappedFile file_;  // empty when parsed from memory
+  MappedFile file_;             // empty when parsed from memory
+  std::vector<uint8_t> owned_;  // the image when parse() was given ownership
   std::span<const uint8_t> bytes_;
   std::string name_;
   uint32_t version_ = 0;

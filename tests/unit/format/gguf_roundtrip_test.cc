@@ -21,8 +21,16 @@ using testing::Bytes;
 using testing::RawBuilder;
 using V = GgufWriteValue;
 
+// `bytes` must outlive the result.
 std::unique_ptr<GgufFile> parse_ok(const Bytes& bytes) {
-  auto f = GgufFile::parse(bytes, "roundtrip.gguf");
+  auto f = GgufFile::parse(std::span<const uint8_t>(bytes), "roundtrip.gguf");
+  EXPECT_TRUE(f.ok()) << f.status().to_string();
+  if (!f.ok()) return nullptr;
+  return std::move(f).value();
+}
+// The result owns `bytes`.
+std::unique_ptr<GgufFile> parse_ok(Bytes&& bytes) {
+  auto f = GgufFile::parse(std::move(bytes), "roundtrip.gguf");
   EXPECT_TRUE(f.ok()) << f.status().to_string();
   if (!f.ok()) return nullptr;
   return std::move(f).value();
@@ -245,6 +253,17 @@ TEST(GgufRoundTrip, NestingDepthLimit) {
   EXPECT_GGUF_ERROR(to_bytes(w), "key 'deep'", "deeper than");
 }
 
+TEST(GgufRoundTrip, OwningParseKeepsTheBytesAlive) {
+  GgufWriter w;
+  w.set("s", V::string("still here"));
+  w.add_tensor("t", tensor::DType::kF32, {2}, Bytes(8, 0x5a));
+  auto f = GgufFile::parse(to_bytes(w), "owned");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*(*f)->get_string("s"), "still here");
+  EXPECT_EQ((*f)->find_tensor("t")->data[7], 0x5a);
+  EXPECT_EQ((*f)->find_tensor("t")->data, (*f)->bytes().data() + (*f)->data_offset());
+}
+
 TEST(GgufRoundTrip, ReplacingAKeyKeepsItsPosition) {
   GgufWriter w;
   w.set("a", V::u32(1)).set("b", V::u32(2)).set("a", V::string("again"));
@@ -298,9 +317,9 @@ TEST(GgufRoundTrip, AllTensorShapesAndTypes) {
 }
 
 TEST(GgufRoundTrip, StreamedTensorData) {
-  const uint64_t n = 100000;  // F32 elements produced in uneven chunks
+  static constexpr uint64_t n = 100000;  // F32 elements produced in uneven chunks
   GgufWriter w;
-  w.add_tensor("big", tensor::DType::kF32, {n}, [n](const GgufWriter::ByteSink& sink) -> Status {
+  w.add_tensor("big", tensor::DType::kF32, {n}, [](const GgufWriter::ByteSink& sink) -> Status {
     std::vector<float> chunk;
     for (uint64_t start = 0; start < n;) {
       uint64_t len = std::min<uint64_t>(777, n - start);
