@@ -23,7 +23,12 @@ std::string repr_of(std::string_view s) {
 class LoopObject : public Object, public std::enable_shared_from_this<LoopObject> {
  public:
   LoopObject(Value items, int depth0, const Stmt* stmt, const ScopePtr& scope)
-      : items_(std::move(items)), depth0_(depth0), stmt_(stmt), scope_(scope) {}
+      : items_(std::move(items)), depth0_(depth0), stmt_(stmt) {
+    if (stmt->recursive) {
+      scope_ = scope;
+      scope->captured = true;
+    }
+  }
 
   std::string_view type_name() const override { return "LoopContext"; }
   std::string type_repr() const override { return "jinja2.runtime.LoopContext object"; }
@@ -110,7 +115,9 @@ std::optional<Value> LoopObject::get_attr(std::string_view name, Interp& /*in*/)
 class MacroObject : public Object {
  public:
   MacroObject(const Stmt* def, const ScopePtr& closure, std::string name)
-      : def_(def), closure_(closure), name_(std::move(name)) {}
+      : def_(def), closure_(closure), name_(std::move(name)) {
+    closure->captured = true;
+  }
   std::string_view type_name() const override { return "Macro"; }
   std::string type_repr() const override { return "jinja2.runtime.Macro object"; }
   void repr(std::string& out, ReprState& /*state*/) const override {
@@ -360,10 +367,14 @@ Value Interp::slice(const Value& obj, const Value& start, const Value& stop, con
   const bool sliceable =
       obj.is_string() || (obj.is_list() && (obj.list().kind == ListKind::kList ||
                                             obj.list().kind == ListKind::kTuple));
-  if (!sliceable || !index_ok(start) || !index_ok(stop) || !index_ok(stride)) {
-    auto part = [](const Value& v) { return v.is_none() ? std::string("None") : to_repr(v); };
-    return Value::undefined(fmt::format("{} has no element slice({}, {}, {})", type_repr(obj),
-                                        part(start), part(stop), part(stride)));
+  // Jinja compiles slices to a plain obj[a:b:c], bypassing the sandbox's getitem, so
+  // Python's errors propagate.
+  if (!sliceable) {
+    if (obj.is_dict()) fail("unhashable type: 'slice'");
+    fail("'{}' object is not subscriptable", obj.type_name());
+  }
+  if (!index_ok(start) || !index_ok(stop) || !index_ok(stride)) {
+    fail("slice indices must be integers or None or have an __index__ method");
   }
   const int64_t st = stride.is_none() ? 1 : stride.get_int();
   if (st == 0) fail("slice step cannot be zero");
@@ -818,9 +829,14 @@ void Interp::run_for(const Stmt& s, const ScopePtr& scope, const Value& iterable
     loop = std::make_shared<LoopObject>(list, depth, &s, scope);
     loop_value = Value::object(loop);
   }
+  ScopePtr iter_scope;
   for (size_t i = 0; i < n; ++i) {
     step();
-    auto iter_scope = std::make_shared<Scope>(scope);
+    if (iter_scope == nullptr || iter_scope->captured || iter_scope.use_count() > 1) {
+      iter_scope = std::make_shared<Scope>(scope);
+    } else {
+      iter_scope->vars.clear();
+    }
     assign(s.target, all[i], iter_scope);
     if (loop) {
       loop->index0 = i;

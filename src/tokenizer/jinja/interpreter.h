@@ -49,6 +49,9 @@ struct Scope {
   }
   std::shared_ptr<Scope> parent;
   std::vector<std::pair<NameId, Value>> vars;
+  // Set when a macro, caller or loop object closes over this scope; a loop then gives the
+  // next iteration a fresh scope instead of reusing this one.
+  bool captured = false;
 };
 using ScopePtr = std::shared_ptr<Scope>;
 

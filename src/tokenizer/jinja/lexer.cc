@@ -432,7 +432,11 @@ class Lexer {
       if (const size_t n = match_integer(s_, pos_, base); n > 0) {
         const std::string text = s_.substr(pos_, n);
         const auto v = py_parse_int(text, 0);
-        if (!v) syntax_error(line_, fmt::format("integer literal {} is too large", text));
+        if (!v) {
+          throw TemplateError{ErrorKind::kUnsupported,
+                              fmt::format("integer literal {} does not fit in 64 bits", text),
+                              line_};
+        }
         Token t;
         t.type = Tok::kInt;
         t.line = line_;

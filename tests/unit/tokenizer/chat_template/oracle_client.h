@@ -32,6 +32,7 @@ struct OracleResult {
   std::string output;
   std::string kind;  // syntax | raise | error (when !ok)
   std::string message;
+  int line = 0;  // syntax errors: the line jinja2 reports
 };
 
 // nullopt (with a reason) when /usr/bin/python3 with jinja2 is not available.
@@ -42,7 +43,8 @@ std::optional<std::vector<OracleResult>> run_oracle(const std::vector<Case>& cas
 Result<std::string> render_ours(const Case& c, ChatTemplateLimits limits = {});
 
 // Empty when ours agrees with the oracle: same output, or both fail (same message for
-// raise_exception; a parse error for a syntax error). Otherwise a description.
+// raise_exception; a parse error naming the same line for a syntax error). Otherwise a
+// description.
 std::string compare(const Case& c, const OracleResult& expected, const Result<std::string>& ours);
 
 }  // namespace pagoda::tokenizer::testing
