@@ -1,0 +1,180 @@
+// pagoda::Engine: the public serving API. Requests go in with add_request; their outputs come
+// back as a stream of RequestOutput deltas (new tokens, text, finish reason, usage, timings);
+// abort() cancels at any point. The step loop runs on its own thread; every method here is
+// thread-safe. The server and the CLI use only this header (and sampling_params.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pagoda/sampling_params.h"
+#include "pagoda/status.h"
+
+namespace pagoda {
+
+struct EngineConfig {
+  std::string model_path;       // GGUF file or Hugging Face model directory
+  int32_t block_size = 16;      // tokens per KV block
+  uint64_t kv_cache_bytes = 0;  // 0: kv_cache_fraction of available RAM
+  double kv_cache_fraction = 0.25;
+  std::string kv_cache_dtype = "f16";    // f16 | bf16 | q8_0 | f32
+  int32_t max_num_seqs = 64;             // running requests per step
+  int32_t max_num_batched_tokens = 512;  // tokens computed per step (prefill chunks + decodes)
+  int32_t max_model_len = 0;             // 0: the model's context length
+  int32_t max_queue = 1024;              // waiting requests before add_request refuses
+  bool enable_prefix_caching = true;
+  bool enable_chunked_prefill = true;
+  int32_t num_threads = 0;                 // 0: all cores
+  std::string scheduling_policy = "fcfs";  // fcfs | priority (GenerateRequest::priority)
+  std::string served_model_name;           // ModelInfo::id; "" = the model file's stem
+};
+
+struct StopConditions {
+  int32_t max_tokens = 16;                // generated tokens (after the prompt), >= 1
+  int32_t min_tokens = 0;                 // EOS / stop_token_ids do not stop before this many
+  std::vector<std::string> stop_strings;  // matched across token boundaries; never streamed
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool include_stop_str_in_output = false;  // also streams a matched stop string / stop token
+};
+
+struct GenerateRequest {
+  std::string request_id;              // unique among live requests
+  std::vector<int32_t> prompt_tokens;  // non-empty, ids < vocab
+  SamplingParams sampling;
+  StopConditions stop;
+  int32_t priority = 0;    // lower runs first (with the priority policy)
+  std::string cache_salt;  // separates prefix-cache namespaces
+  // Samples per prompt (1..max_num_seqs). They share the prompt's KV blocks; their outputs all
+  // go to the one callback, told apart by RequestOutput::index (0..n-1). Seeded sampling keys
+  // each sample's RNG by (seed, index).
+  int32_t n = 1;
+  bool skip_special_tokens = true;  // control tokens (EOS, <|im_end|>, ...) produce no text
+};
+
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
+
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // requested top alternatives
+};
+
+struct RequestUsage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+};
+
+struct RequestTimings {
+  double queue_seconds = 0;  // arrival -> first scheduled
+  double ttft_seconds = 0;   // arrival -> first token
+  double e2e_seconds = 0;    // arrival -> finish
+  double mean_tpot_seconds = 0;
+};
+
+// One delta of one sample. Every sample ends with exactly one output with finished set, so a
+// request with n samples sees n finished outputs; after the last one its callback is never
+// called again (and the request_id may be reused).
+struct RequestOutput {
+  std::string request_id;
+  int32_t index = 0;  // which of the request's n samples
+  std::vector<int32_t> new_token_ids;
+  std::string text_delta;               // complete UTF-8 only; never a prefix of a stop string
+  std::vector<TokenLogprobs> logprobs;  // one per new token when requested
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string stop_reason;               // the stop string that ended it, if any
+  std::optional<int32_t> stop_token_id;  // the EOS / stop_token_ids entry that ended it, if any
+  std::string error;                     // finish_reason == kError
+  RequestUsage usage;                    // on finished outputs (per sample: prompt counted in each)
+  RequestTimings timings;                // on finished outputs
+};
+
+// A snapshot; counters (_total, num_steps, sums) only grow.
+struct EngineStats {
+  int32_t num_running = 0;    // sequences holding KV blocks (a sample of n > 1 counts once each)
+  int32_t num_waiting = 0;    // queued or preempted
+  double kv_cache_usage = 0;  // fraction of blocks in use
+  int64_t num_blocks = 0;     // usable KV blocks
+  int32_t block_size = 0;
+  int64_t num_used_blocks = 0;
+  int64_t num_live_tokens = 0;       // tokens whose KV the running sequences hold (shared once)
+  int64_t prefix_cache_queries = 0;  // tokens looked up
+  int64_t prefix_cache_hits = 0;     // tokens found
+  int64_t num_preemptions = 0;
+  int64_t prompt_tokens_total = 0;      // prompt tokens of requests that produced a token
+  int64_t prompt_tokens_computed = 0;   // prompt positions the model ran (no cache hits,
+                                        // preemption recomputes included)
+  int64_t generation_tokens_total = 0;  // sampled tokens
+  int64_t requests_finished_total = 0;  // samples finished, any reason
+  int64_t num_steps = 0;                // forward passes
+  // Sums over steps (after each): mean blocks in use = sum_used_blocks / num_steps; KV fill
+  // ratio = sum_live_tokens / (sum_used_blocks * block_size).
+  int64_t sum_used_blocks = 0;
+  int64_t sum_live_tokens = 0;
+  bool loop_alive = true;  // false if the step loop died (the engine then refuses requests)
+};
+
+struct ModelInfo {
+  std::string id;  // served model name
+  std::string architecture;
+  int32_t context_length = 0;
+  int32_t vocab_size = 0;
+  std::string chat_template;
+  std::string bos_token, eos_token;
+};
+
+// Receives a request's outputs on the engine thread, in order per sample; the last one of each
+// sample has finished set. Must return quickly (hand the output to another thread or an
+// executor) and must not call shutdown(); calling add_request/abort/stats from it is fine.
+using OutputCallback = std::function<void(RequestOutput)>;
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Loads the model, sizes the KV cache, starts the step loop. Logs how many blocks/tokens fit.
+  static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
+
+  virtual const ModelInfo& model_info() const = 0;
+
+  // Text <-> tokens with the model's tokenizer.
+  virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special,
+                                        bool parse_special) const = 0;
+  virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
+  // Renders the model's chat template. messages/tools are JSON text (an array / null).
+  // invalid_argument for a broken template, raise_exception, or malformed messages.
+  virtual Result<std::string> apply_chat_template(const std::string& messages_json,
+                                                  const std::string& tools_json,
+                                                  bool add_generation_prompt) const = 0;
+
+  // Validates and queues a request. invalid_argument (bad field, prompt + max_tokens over the
+  // context, token ids out of range, request_id empty or already live) names the field;
+  // resource_exhausted when the waiting queue is full; failed_precondition after
+  // stop_accepting()/shutdown(); unavailable if the step loop died. on_output receives every
+  // delta (never called from inside add_request).
+  virtual Status add_request(GenerateRequest request, OutputCallback on_output) = 0;
+
+  // Cancels a request in any state (all its samples); its blocks are freed and a final output
+  // with finish_reason kAbort is delivered for every unfinished sample (asynchronously, on the
+  // engine thread, between steps). Unknown or finished ids are ignored.
+  virtual void abort(const std::string& request_id) = 0;
+
+  virtual EngineStats stats() const = 0;
+
+  // Stops admitting requests; running ones continue. wait_idle() returns when none remain or
+  // the timeout passes (returns false then).
+  virtual void stop_accepting() = 0;
+  virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
+
+  // Aborts everything and stops the loop. Idempotent; also done by the destructor.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace pagoda
