@@ -7,7 +7,8 @@
 // Layout (little-endian): "GGUF" u32 version, u64 n_tensors, u64 n_kv; n_kv x (string key,
 // u32 type, value); n_tensors x (string name, u32 n_dims, n_dims x u64 dim, u32 ggml type,
 // u64 offset); padding to general.alignment (u32, default 32); the data section. Tensor offsets
-// are relative to the data section and multiples of the alignment.
+// are relative to the data section and multiples of the alignment. Keys and tensor names are
+// non-empty and unique, but any bytes (not necessarily UTF-8). v1 (32-bit counts) is rejected.
 #pragma once
 
 #include <cstdint>
@@ -83,7 +84,8 @@ class GgufFile {
   Result<double> get_float(std::string_view key) const;  // float32/64 or any integer
   Result<bool> get_bool(std::string_view key) const;
   Result<std::string_view> get_string(std::string_view key) const;
-  // Arrays: element type must match (integers: any integer type that fits).
+  // Arrays: element type must match (integers: any integer type that fits; floats: float32 or
+  // float64, the latter narrowed, beyond float range to +-inf).
   Result<std::vector<std::string_view>> get_string_array(std::string_view key) const;
   Result<std::vector<float>> get_float_array(std::string_view key) const;
   Result<std::vector<int64_t>> get_int_array(std::string_view key) const;

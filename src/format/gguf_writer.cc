@@ -33,13 +33,15 @@ void put_string(std::vector<uint8_t>& out, std::string_view s) {
   out.insert(out.end(), s.begin(), s.end());
 }
 
+// Payload of an array of strings: element type, count, then each string.
 template <typename Strings>
-GgufWriteValue encode_string_array(const Strings& values, std::vector<uint8_t>& payload) {
+std::vector<uint8_t> string_array_payload(const Strings& values) {
+  std::vector<uint8_t> payload;
   put_u32(payload, static_cast<uint32_t>(GgufType::kString));
   put_u64(payload, values.size());
   for (const auto& s : values)
     put_string(payload, s);
-  return GgufWriteValue::raw(static_cast<uint32_t>(GgufType::kArray), std::move(payload));
+  return payload;
 }
 
 }  // namespace
@@ -60,13 +62,11 @@ GgufWriteValue GgufWriteValue::bool_array(const std::vector<bool>& values) {
 }
 
 GgufWriteValue GgufWriteValue::string_array(std::span<const std::string> values) {
-  std::vector<uint8_t> payload;
-  return encode_string_array(values, payload);
+  return raw(static_cast<uint32_t>(GgufType::kArray), string_array_payload(values));
 }
 
 GgufWriteValue GgufWriteValue::string_array(std::span<const std::string_view> values) {
-  std::vector<uint8_t> payload;
-  return encode_string_array(values, payload);
+  return raw(static_cast<uint32_t>(GgufType::kArray), string_array_payload(values));
 }
 
 GgufWriteValue GgufWriteValue::array_of_arrays(std::span<const GgufWriteValue> arrays) {
