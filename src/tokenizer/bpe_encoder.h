@@ -5,6 +5,8 @@
 // happen to be tokens).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,17 +32,44 @@ class BpeEncoder {
   const PreTokenizer& pre_tokenizer() const { return *pre_; }
 
  private:
+  struct Scratch;
+  // A merge of two token ids: its rank and the id of the merged text (-1 if not a token).
+  struct Merge {
+    int32_t rank = -1;
+    TokenId result = -1;
+  };
+  // Open-addressing map (left id, right id) → Merge, for the common case of both sides being
+  // tokens (one probe, no string hashing).
+  class PairTable {
+   public:
+    void reserve(size_t n);
+    void insert(TokenId left, TokenId right, Merge merge);  // first insertion wins
+    Merge find(TokenId left, TokenId right) const;
+
+   private:
+    static uint64_t key(TokenId l, TokenId r) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
+    }
+    size_t slot(uint64_t k) const { return (k * 0x9E3779B97F4A7C15ull) >> shift_; }
+    std::vector<uint64_t> keys_;
+    std::vector<Merge> values_;
+    int shift_ = 64;
+  };
+
   BpeEncoder(const Vocab& vocab, const TokenIndex& index) : vocab_(vocab), index_(index) {}
-  // Rank of merging `left` and `right`, or -1. `key` is scratch space.
-  int32_t rank(std::string_view left, std::string_view right, std::string& key) const;
-  void encode_word(std::string_view word, std::vector<TokenId>& out) const;
+  Merge find_merge(std::string_view left, TokenId left_id, std::string_view right, TokenId right_id,
+                   std::string& key) const;
+  // Encodes one pre-tokenized word given as raw bytes.
+  void encode_word(std::string_view raw, Scratch& scratch, std::vector<TokenId>& out) const;
 
   const Vocab& vocab_;
   const TokenIndex& index_;
   std::unique_ptr<PreTokenizer> pre_;
-  // "left right" → rank (first occurrence wins). Symbols never contain a raw space: every byte of
-  // a byte-level word is mapped to a printable code point, so the key is unambiguous.
-  std::unordered_map<std::string, int32_t, StringViewHash, std::equal_to<>> ranks_;
+  std::array<TokenId, 256> byte_tokens_{};  // token of each byte's mapped code point, or -1
+  PairTable pairs_;
+  // "left right" → merge, for symbols that are not tokens themselves (rare). Symbols never
+  // contain a raw space: every byte of a word is mapped to a printable code point.
+  std::unordered_map<std::string, Merge, StringViewHash, std::equal_to<>> strings_;
 };
 
 }  // namespace pagoda::tokenizer
