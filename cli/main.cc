@@ -4,8 +4,8 @@
 #include <string>
 
 #include "base/log.h"
-#include "cli/commands/commands.h"
 #include "cli/command.h"
+#include "cli/commands/commands.h"
 
 namespace pagoda::cli {
 
@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   CommandAction action;
-  for (RegisterCommand reg : all_commands()) reg(app, action);
+  for (RegisterCommand reg : all_commands())
+    reg(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -9,12 +9,20 @@
 namespace pagoda::cli {
 
 void register_version(CLI::App& app, CommandAction& action);
+void register_logits(CLI::App& app, CommandAction& action);
+void register_run(CLI::App& app, CommandAction& action);
+void register_chat(CLI::App& app, CommandAction& action);
 void register_inspect(CLI::App& app, CommandAction& action);
+void register_tokenize(CLI::App& app, CommandAction& action);
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
       &register_version,
+      &register_logits,
+      &register_run,
+      &register_chat,
       &register_inspect,
+      &register_tokenize,
   };
 }
 

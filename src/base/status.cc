@@ -1,4 +1,4 @@
-#include "base/status.h"
+#include "pagoda/status.h"
 
 namespace pagoda {
 

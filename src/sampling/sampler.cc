@@ -88,6 +88,22 @@ void Sampler::accept(int32_t token) {
   if (!seen_.empty()) seen_[static_cast<size_t>(token)] = 1;
 }
 
+void Sampler::restore(std::span<const int32_t> outputs) {
+  for (int32_t t : outputs) {
+    accept(t);
+    (void)rng_();
+  }
+}
+
+uint64_t Sampler::derive_seed(uint64_t seed, int32_t index) {
+  if (index == 0) return seed;
+  // splitmix64 of (seed, index)
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(index) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 void Sampler::apply_penalties(std::span<float> logits) const {
   for (const auto& [token, bias] : params_.logit_bias)
     logits[static_cast<size_t>(token)] += bias;
@@ -117,6 +133,7 @@ SampleResult Sampler::sample(std::span<float> logits) {
   apply_penalties(logits);
 
   int32_t chosen = 0;
+  const double u = uniform01(rng_);  // one draw per token, greedy or not
   if (params_.is_greedy()) {
     chosen = static_cast<int32_t>(
         std::max_element(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(n)) -
@@ -173,7 +190,7 @@ SampleResult Sampler::sample(std::span<float> logits) {
     double total = 0;
     for (size_t i = 0; i < keep; ++i)
       total += probs_[i];
-    double r = uniform01(rng_) * total;
+    double r = u * total;
     chosen = candidates_[keep - 1];
     for (size_t i = 0; i < keep; ++i) {
       r -= probs_[i];

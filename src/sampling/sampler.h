@@ -38,8 +38,17 @@ class Sampler {
   // Records a generated token (for penalties).
   void accept(int32_t token);
 
+  // Rebuilds the state after `outputs` were generated earlier (e.g. after preemption): accepts
+  // each and advances the RNG by one draw per token, so a seeded request continues the same
+  // random stream whether or not it was interrupted.
+  void restore(std::span<const int32_t> outputs);
+
+  // The seed of sample `index` of a request seeded with `seed` (n > 1 forks): index 0 keeps
+  // the request's seed, others get independent derived streams.
+  static uint64_t derive_seed(uint64_t seed, int32_t index);
+
   // Chooses the next token from raw logits[vocab_size] and records it (as accept() does);
-  // `logits` is used as scratch.
+  // consumes exactly one RNG draw (greedy too). `logits` is used as scratch.
   SampleResult sample(std::span<float> logits);
 
  private:

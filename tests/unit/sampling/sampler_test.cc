@@ -174,3 +174,37 @@ TEST(SamplerTest, LogprobsAreTheRawLogSoftmax) {
 
 }  // namespace
 }  // namespace pagoda::sampling
+
+namespace pagoda::sampling {
+namespace {
+
+TEST(SamplerTest, RestoreContinuesTheSameStream) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 42;
+  p.presence_penalty = 0.3f;
+  std::vector<float> logits(20);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(std::cos(i * 0.9));
+  Sampler full(p, 20, {});
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 30; ++i) {
+    std::vector<float> copy = logits;
+    tokens.push_back(full.sample(copy).token);
+  }
+  // Interrupted after 12 tokens, rebuilt from history: the rest must be identical.
+  Sampler resumed(p, 20, {});
+  resumed.restore(std::span<const int32_t>(tokens).first(12));
+  for (size_t i = 12; i < tokens.size(); ++i) {
+    std::vector<float> copy = logits;
+    EXPECT_EQ(resumed.sample(copy).token, tokens[i]) << i;
+  }
+}
+
+TEST(SamplerTest, DerivedSeedsDiffer) {
+  EXPECT_EQ(Sampler::derive_seed(7, 0), 7u);
+  EXPECT_NE(Sampler::derive_seed(7, 1), Sampler::derive_seed(7, 2));
+  EXPECT_NE(Sampler::derive_seed(7, 1), 7u);
+}
+
+}  // namespace
+}  // namespace pagoda::sampling

@@ -1,0 +1,63 @@
+// pagoda logits: the prompt's and greedy continuation's logit rows as JSON, shaped like the
+// fidelity fixtures (../shared/fixtures/models/reference/*.json).
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "cli/commands/commands.h"
+#include "model/model_loader.h"
+#include "runner/logit_trace.h"
+
+namespace pagoda::cli {
+
+void register_logits(CLI::App& app, CommandAction& action) {
+  struct Opts {
+    std::string model, prompt;
+    int32_t n_predict = 8, top = 64;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("logits", "Print prompt and greedy logits as JSON");
+  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
+  cmd->add_option("-n,--n-predict", opts->n_predict, "Greedy tokens to generate")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--top", opts->top, "Top entries per position")->check(CLI::Range(1, 1 << 20));
+  cmd->callback([opts, &action] {
+    action = [opts] {
+      std::string path = opts->model.empty() ? default_model_path() : opts->model;
+      if (path.empty()) return fail("no model given (-m) and no bundled model found");
+      auto loaded = model::load_model(path);
+      if (!loaded.ok()) return fail(loaded.status().message());
+      auto trace = runner::trace_logits(*loaded, opts->prompt, opts->n_predict);
+      if (!trace.ok()) return fail(trace.status().message());
+      nlohmann::json out;
+      out["model"] = path;
+      out["prompt"] = opts->prompt;
+      out["n_predict"] = opts->n_predict;
+      out["top_k"] = opts->top;
+      out["n_vocab"] = loaded->model->config().vocab_size;
+      out["prompt_tokens"] = trace->prompt_tokens;
+      out["greedy_tokens"] = trace->greedy_tokens;
+      std::vector<int> bytes;
+      for (unsigned char ch : trace->greedy_text)
+        bytes.push_back(ch);
+      out["greedy_text_bytes"] = bytes;
+      nlohmann::json positions = nlohmann::json::array();
+      for (const auto& row : trace->rows) {
+        runner::RowStats s = runner::row_stats(row, opts->top);
+        nlohmann::json top = nlohmann::json::array();
+        for (const auto& [id, logit] : s.top)
+          top.push_back({id, logit});
+        positions.push_back(
+            {{"logsumexp", s.logsumexp}, {"mean", s.mean}, {"std", s.std}, {"top", top}});
+      }
+      out["positions"] = std::move(positions);
+      std::string text = out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fputc('\n', stdout);
+      return 0;
+    };
+  });
+}
+
+}  // namespace pagoda::cli

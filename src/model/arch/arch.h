@@ -1,0 +1,35 @@
+// Architecture registry: one ArchDef per supported `general.architecture`, each in its own
+// arch/<name>.cc, listed once in arch/registry.cc.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "model/tensor_source.h"
+
+namespace pagoda::model {
+
+struct ArchDef {
+  std::string_view name;
+  // Sets fields fixed by the architecture (rope style, biases) and checks arch constraints.
+  Status (*configure)(ModelConfig& config);
+  // Binds weights from `source` and builds the model (which keeps `source` alive).
+  Result<std::unique_ptr<Model>> (*build)(const ModelConfig& config,
+                                          std::unique_ptr<TensorSource> source);
+};
+
+const ArchDef* find_arch(std::string_view name);
+std::span<const ArchDef* const> all_archs();
+
+extern const ArchDef kLlamaArch;
+extern const ArchDef kQwen2Arch;
+
+// The shared build for llama-family decoders (arch files may use it).
+Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
+                                             std::unique_ptr<TensorSource> source);
+
+}  // namespace pagoda::model

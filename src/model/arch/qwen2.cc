@@ -1,0 +1,19 @@
+// qwen2: Qwen2 / Qwen2.5. Like llama, plus q/k/v biases and NEOX (rotate-half) RoPE; small
+// models tie the output projection to the embedding.
+#include "model/arch/arch.h"
+
+namespace pagoda::model {
+namespace {
+
+Status configure_qwen2(ModelConfig& c) {
+  c.rope_style = kernels::RopeStyle::kNeox;
+  c.has_qkv_bias = true;
+  if (c.num_experts > 0) return unimplemented("qwen2 with experts (qwen2moe) is not supported");
+  return Status();
+}
+
+}  // namespace
+
+const ArchDef kQwen2Arch = {"qwen2", &configure_qwen2, &build_decoder};
+
+}  // namespace pagoda::model

@@ -1,0 +1,31 @@
+#include <array>
+
+#include "model/arch/arch.h"
+#include "model/decoder.h"
+
+namespace pagoda::model {
+namespace {
+const std::array<const ArchDef*, 2> kArchs = {&kLlamaArch, &kQwen2Arch};
+}
+
+const ArchDef* find_arch(std::string_view name) {
+  for (const ArchDef* a : kArchs) {
+    if (a->name == name) return a;
+  }
+  return nullptr;
+}
+
+std::span<const ArchDef* const> all_archs() {
+  return kArchs;
+}
+
+Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
+                                             std::unique_ptr<TensorSource> source) {
+  PAGODA_RETURN_IF_ERROR(validate_config(config));
+  WeightBinder binder(*source);
+  PAGODA_ASSIGN_OR_RETURN(DecoderWeights weights, bind_decoder_weights(config, binder));
+  return std::unique_ptr<Model>(
+      std::make_unique<DecoderModel>(config, std::move(weights), std::move(source)));
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,25 @@
+// Self-attention block: QKV projections (+ optional biases), RoPE, KV cache write through each
+// sequence's block table, paged causal attention, output projection.
+#pragma once
+
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "model/blocks/scratch.h"
+#include "model/forward_batch.h"
+#include "model/model_config.h"
+
+namespace pagoda::model {
+
+struct AttentionWeights {
+  kernels::WeightView wq, wk, wv, wo;  // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  std::vector<float> bq, bk, bv;       // empty, or [q_dim], [kv_dim], [kv_dim]
+};
+
+// out[T, hidden] = attention(h[T, hidden]) for the batch; writes this layer's K/V into `kv`.
+void attention_block(const ModelConfig& config, const AttentionWeights& w,
+                     const kernels::RopeParams& rope, const ForwardBatch& batch,
+                     const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch);
+
+}  // namespace pagoda::model

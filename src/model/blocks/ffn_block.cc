@@ -1,0 +1,85 @@
+#include "model/blocks/ffn_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "kernels/ops.h"
+
+namespace pagoda::model {
+namespace {
+enum Slot { kGate = 20, kUp, kRouter, kGather, kExpertOut };
+}
+
+void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scratch& scratch) {
+  const int64_t ffn = w.gate.rows;
+  float* gate = scratch.get(kGate, static_cast<size_t>(T * ffn));
+  float* up = scratch.get(kUp, static_cast<size_t>(T * ffn));
+  kernels::matmul(w.gate, h, T, gate);
+  kernels::matmul(w.up, h, T, up);
+  kernels::silu_mul(gate, up, T * ffn, gate);
+  kernels::matmul(w.down, gate, T, out);
+}
+
+void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scratch& scratch) {
+  const int64_t num_experts = static_cast<int64_t>(w.experts.size());
+  const int64_t hidden = w.router.cols;
+  const int64_t k = w.num_used;
+  float* router = scratch.get(kRouter, static_cast<size_t>(T * num_experts));
+  kernels::matmul(w.router, h, T, router);
+  kernels::softmax(router, T, num_experts);
+
+  // Per token: its top-k experts and renormalised weights.
+  std::vector<int32_t> chosen(static_cast<size_t>(T * k));
+  std::vector<float> weights(static_cast<size_t>(T * k));
+  std::vector<int32_t> order(static_cast<size_t>(num_experts));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* p = router + t * num_experts;
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [p](int32_t a, int32_t b) { return p[a] > p[b]; });
+    float sum = 0;
+    for (int64_t j = 0; j < k; ++j)
+      sum += p[order[static_cast<size_t>(j)]];
+    for (int64_t j = 0; j < k; ++j) {
+      chosen[static_cast<size_t>(t * k + j)] = order[static_cast<size_t>(j)];
+      weights[static_cast<size_t>(t * k + j)] = p[order[static_cast<size_t>(j)]] / sum;
+    }
+  }
+
+  // Expert by expert: gather its tokens, run the dense FFN, scatter-add weighted. Each token
+  // accumulates its experts in ascending expert id, whatever else is in the batch.
+  std::memset(out, 0, static_cast<size_t>(T * hidden) * sizeof(float));
+  std::vector<int64_t> rows;
+  std::vector<float> row_weights;
+  for (int64_t e = 0; e < num_experts; ++e) {
+    rows.clear();
+    row_weights.clear();
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t j = 0; j < k; ++j) {
+        if (chosen[static_cast<size_t>(t * k + j)] == e) {
+          rows.push_back(t);
+          row_weights.push_back(weights[static_cast<size_t>(t * k + j)]);
+        }
+      }
+    }
+    if (rows.empty()) continue;
+    const int64_t n = static_cast<int64_t>(rows.size());
+    float* gathered = scratch.get(kGather, static_cast<size_t>(n * hidden));
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(gathered + i * hidden, h + rows[static_cast<size_t>(i)] * hidden,
+                  static_cast<size_t>(hidden) * sizeof(float));
+    }
+    float* expert_out = scratch.get(kExpertOut, static_cast<size_t>(n * hidden));
+    ffn_block(w.experts[static_cast<size_t>(e)], gathered, n, expert_out, scratch);
+    for (int64_t i = 0; i < n; ++i) {
+      float* dst = out + rows[static_cast<size_t>(i)] * hidden;
+      const float* src = expert_out + i * hidden;
+      const float wt = row_weights[static_cast<size_t>(i)];
+      for (int64_t d = 0; d < hidden; ++d)
+        dst[d] += wt * src[d];
+    }
+  }
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,120 @@
+#include "model/decoder.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/quant.h"
+
+namespace pagoda::model {
+namespace {
+enum Slot { kX = 0, kH, kOut, kFinal };
+
+std::string blk(int32_t i, const char* name) {
+  return "blk." + std::to_string(i) + "." + name;
+}
+}  // namespace
+
+Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBinder& b) {
+  DecoderWeights w;
+  const int64_t hidden = c.hidden_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn_dim;
+  PAGODA_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.vocab_size, hidden));
+  PAGODA_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", hidden));
+  if (c.tied_embeddings) {
+    w.output = w.token_embd;
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.vocab_size, hidden));
+  }
+  if (b.has("rope_freqs.weight")) {
+    PAGODA_ASSIGN_OR_RETURN(w.rope_freq_factors, b.vector("rope_freqs.weight", c.rope_dims / 2));
+    for (float f : w.rope_freq_factors) {
+      if (!(f > 0) || f > 1e6f) return invalid_argument("rope_freqs.weight has factor {}", f);
+    }
+  }
+  w.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int32_t i = 0; i < c.num_layers; ++i) {
+    DecoderLayer& L = w.layers[static_cast<size_t>(i)];
+    PAGODA_ASSIGN_OR_RETURN(L.attn_norm, b.vector(blk(i, "attn_norm.weight"), hidden));
+    PAGODA_ASSIGN_OR_RETURN(L.attn.wq, b.matrix(blk(i, "attn_q.weight"), q_dim, hidden));
+    PAGODA_ASSIGN_OR_RETURN(L.attn.wk, b.matrix(blk(i, "attn_k.weight"), kv_dim, hidden));
+    PAGODA_ASSIGN_OR_RETURN(L.attn.wv, b.matrix(blk(i, "attn_v.weight"), kv_dim, hidden));
+    PAGODA_ASSIGN_OR_RETURN(L.attn.wo, b.matrix(blk(i, "attn_output.weight"), hidden, q_dim));
+    if (c.has_qkv_bias) {
+      PAGODA_ASSIGN_OR_RETURN(L.attn.bq, b.vector(blk(i, "attn_q.bias"), q_dim));
+      PAGODA_ASSIGN_OR_RETURN(L.attn.bk, b.vector(blk(i, "attn_k.bias"), kv_dim));
+      PAGODA_ASSIGN_OR_RETURN(L.attn.bv, b.vector(blk(i, "attn_v.bias"), kv_dim));
+    }
+    PAGODA_ASSIGN_OR_RETURN(L.ffn_norm, b.vector(blk(i, "ffn_norm.weight"), hidden));
+    if (c.num_experts > 0) {
+      MoeWeights moe;
+      moe.num_used = c.num_experts_used;
+      PAGODA_ASSIGN_OR_RETURN(moe.router,
+                              b.matrix(blk(i, "ffn_gate_inp.weight"), c.num_experts, hidden));
+      PAGODA_ASSIGN_OR_RETURN(
+          auto gates, b.matrices(blk(i, "ffn_gate_exps.weight"), c.num_experts, ffn, hidden));
+      PAGODA_ASSIGN_OR_RETURN(auto ups,
+                              b.matrices(blk(i, "ffn_up_exps.weight"), c.num_experts, ffn, hidden));
+      PAGODA_ASSIGN_OR_RETURN(
+          auto downs, b.matrices(blk(i, "ffn_down_exps.weight"), c.num_experts, hidden, ffn));
+      for (int32_t e = 0; e < c.num_experts; ++e) {
+        const auto ue = static_cast<size_t>(e);
+        moe.experts.push_back(FfnWeights{gates[ue], ups[ue], downs[ue]});
+      }
+      L.moe = std::move(moe);
+    } else {
+      PAGODA_ASSIGN_OR_RETURN(L.ffn.gate, b.matrix(blk(i, "ffn_gate.weight"), ffn, hidden));
+      PAGODA_ASSIGN_OR_RETURN(L.ffn.up, b.matrix(blk(i, "ffn_up.weight"), ffn, hidden));
+      PAGODA_ASSIGN_OR_RETURN(L.ffn.down, b.matrix(blk(i, "ffn_down.weight"), hidden, ffn));
+    }
+  }
+  return w;
+}
+
+DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
+                           std::unique_ptr<TensorSource> source)
+    : Model(std::move(config)), w_(std::move(weights)), source_(std::move(source)) {
+  rope_.style = config_.rope_style;
+  rope_.rot_dims = config_.rope_dims;
+  rope_.theta_base = config_.rope_theta;
+  rope_.freq_scale = config_.rope_freq_scale;
+  rope_.freq_factors = w_.rope_freq_factors;
+}
+
+void DecoderModel::forward_impl(const ForwardBatch& batch,
+                                std::span<const kernels::KvLayerView> kv_layers, float* logits) {
+  const ModelConfig& c = config_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t hidden = c.hidden_dim;
+  float* x = scratch_.get(kX, static_cast<size_t>(T * hidden));
+  float* h = scratch_.get(kH, static_cast<size_t>(T * hidden));
+  float* out = scratch_.get(kOut, static_cast<size_t>(T * hidden));
+
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::dequantize_row(w_.token_embd.dtype,
+                            w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]), x + t * hidden,
+                            hidden);
+  }
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
+    kernels::rms_norm(x, L.attn_norm.data(), T, hidden, c.rms_norm_eps, h);
+    attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
+    kernels::add_inplace(x, out, T * hidden);
+    kernels::rms_norm(x, L.ffn_norm.data(), T, hidden, c.rms_norm_eps, h);
+    if (L.moe) {
+      moe_block(*L.moe, h, T, out, scratch_);
+    } else {
+      ffn_block(L.ffn, h, T, out, scratch_);
+    }
+    kernels::add_inplace(x, out, T * hidden);
+  }
+  const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
+  if (R == 0) return;
+  float* final_rows = scratch_.get(kFinal, static_cast<size_t>(R * hidden));
+  for (int64_t r = 0; r < R; ++r) {
+    std::memcpy(final_rows + r * hidden, x + batch.logit_rows[static_cast<size_t>(r)] * hidden,
+                static_cast<size_t>(hidden) * sizeof(float));
+  }
+  kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
+  kernels::matmul(w_.output, final_rows, R, logits);
+}
+
+}  // namespace pagoda::model

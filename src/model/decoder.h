@@ -1,0 +1,53 @@
+// Decoder: the pre-norm decoder-only transformer shared by llama-family architectures
+// (embedding → N × [RMSNorm → attention → residual → RMSNorm → FFN or MoE → residual] →
+// RMSNorm → output projection). Architecture files bind weights and set options; the forward
+// pass lives here once.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "model/blocks/attention_block.h"
+#include "model/blocks/ffn_block.h"
+#include "model/model.h"
+#include "model/tensor_source.h"
+#include "model/weight_binding.h"
+
+namespace pagoda::model {
+
+struct DecoderLayer {
+  std::vector<float> attn_norm;  // [hidden]
+  AttentionWeights attn;
+  std::vector<float> ffn_norm;  // [hidden]
+  FfnWeights ffn;               // dense layers
+  std::optional<MoeWeights> moe;
+};
+
+struct DecoderWeights {
+  kernels::WeightView token_embd;  // [vocab, hidden]
+  std::vector<DecoderLayer> layers;
+  std::vector<float> output_norm;        // [hidden]
+  kernels::WeightView output;            // [vocab, hidden] (token_embd when tied)
+  std::vector<float> rope_freq_factors;  // empty or [rope_dims / 2]
+};
+
+// Binds the GGUF llama-family tensor names (token_embd, blk.N.attn_q, ..., output) for `config`:
+// biases when config.has_qkv_bias, experts when config.num_experts > 0.
+Result<DecoderWeights> bind_decoder_weights(const ModelConfig& config, const WeightBinder& binder);
+
+class DecoderModel final : public Model {
+ public:
+  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source);
+
+ private:
+  void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
+                    float* logits) override;
+
+  DecoderWeights w_;
+  std::unique_ptr<TensorSource> source_;  // keeps the weight memory alive
+  kernels::RopeParams rope_;
+  Scratch scratch_;
+};
+
+}  // namespace pagoda::model

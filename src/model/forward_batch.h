@@ -1,0 +1,27 @@
+// ForwardBatch: one step's worth of tokens from any number of sequences, flattened. There is no
+// prefill or decode mode: a sequence contributes its next `num_tokens` tokens (a whole prompt, a
+// chunk, or one decode token) and attends to everything already in its KV blocks.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace pagoda::model {
+
+struct SequenceSlice {
+  int32_t token_begin = 0;  // first row of this sequence in the batch
+  int32_t num_tokens = 0;   // consecutive rows [token_begin, token_begin + num_tokens)
+  // Physical KV block of each logical block; covers positions up to the last new token.
+  std::span<const int32_t> block_table;
+};
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;     // [num_tokens] token ids
+  std::span<const int32_t> positions;  // [num_tokens] absolute positions in their sequence
+  std::span<const SequenceSlice> sequences;
+  // Rows whose logits are wanted, in output order (e.g. the last row of each sequence that
+  // samples, or every row for `pagoda logits`).
+  std::span<const int32_t> logit_rows;
+};
+
+}  // namespace pagoda::model

@@ -1,0 +1,35 @@
+// Model: a loaded decoder-only transformer. forward() runs one ForwardBatch against a paged KV
+// cache the caller owns (the runner's KvStorage) and returns logits for the requested rows.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "kernels/attention.h"
+#include "model/forward_batch.h"
+#include "model/model_config.h"
+
+namespace pagoda::model {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelConfig& config() const { return config_; }
+
+  // logits: [batch.logit_rows.size(), vocab_size] f32. kv_layers: one view per layer.
+  // Validates the batch (token ids < vocab, positions covered by block tables, rows in range)
+  // and returns invalid_argument rather than touching memory it should not.
+  Status forward(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
+                 float* logits);
+
+ protected:
+  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  // Called after validation.
+  virtual void forward_impl(const ForwardBatch& batch,
+                            std::span<const kernels::KvLayerView> kv_layers, float* logits) = 0;
+  ModelConfig config_;
+};
+
+}  // namespace pagoda::model

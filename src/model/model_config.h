@@ -1,0 +1,54 @@
+// ModelConfig: the hyper-parameters of a decoder-only transformer, independent of the file
+// format it was read from (GGUF metadata or a Hugging Face config.json).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "kernels/ops.h"
+
+namespace pagoda::format {
+class GgufFile;
+}
+
+namespace pagoda::model {
+
+struct ModelConfig {
+  std::string arch;  // "llama", "qwen2"
+  std::string name;  // general.name, for display
+  int32_t num_layers = 0;
+  int32_t hidden_dim = 0;  // embedding_length
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;  // key_length (usually hidden_dim / num_heads)
+  int32_t ffn_dim = 0;   // feed_forward_length (per expert for MoE)
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  float rms_norm_eps = 1e-5f;
+
+  // RoPE
+  kernels::RopeStyle rope_style = kernels::RopeStyle::kInterleaved;
+  int32_t rope_dims = 0;  // rotated dims per head
+  float rope_theta = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+
+  // Mixture of experts (0 = dense)
+  int32_t num_experts = 0;
+  int32_t num_experts_used = 0;
+
+  bool has_qkv_bias = false;
+  bool tied_embeddings = false;  // output projection reuses token_embd
+
+  int32_t q_dim() const { return num_heads * head_dim; }
+  int32_t kv_dim() const { return num_kv_heads * head_dim; }
+  int32_t gqa_group() const { return num_heads / num_kv_heads; }
+};
+
+// Reads and validates `<arch>.*` metadata. Errors name the key.
+Result<ModelConfig> config_from_gguf(const format::GgufFile& file);
+
+// Checks cross-field consistency (positive sizes, divisibility, sane bounds).
+Status validate_config(const ModelConfig& config);
+
+}  // namespace pagoda::model

@@ -1,0 +1,38 @@
+// TensorSource: named weight tensors from any file format (GGUF, safetensors), as views into
+// memory the source keeps alive. Dims are in ggml order: dims[0] is contiguous, so a 2-D matrix
+// with dims {cols, rows} is `rows` rows of `cols` elements (HF Linear [out, in] is the same).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tensor/dtype.h"
+
+namespace pagoda::format {
+class GgufFile;
+}
+
+namespace pagoda::model {
+
+struct TensorRef {
+  std::string_view name;
+  tensor::DType dtype = tensor::DType::kF32;
+  int32_t n_dims = 0;
+  int64_t dims[4] = {1, 1, 1, 1};
+  const uint8_t* data = nullptr;
+  uint64_t size_bytes = 0;
+};
+
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual const TensorRef* find(std::string_view name) const = 0;
+  virtual size_t num_tensors() const = 0;
+};
+
+// A source over a validated GGUF file (shared so the mapping outlives the model).
+std::unique_ptr<TensorSource> make_gguf_tensor_source(std::shared_ptr<const format::GgufFile> file);
+
+}  // namespace pagoda::model

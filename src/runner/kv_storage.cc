@@ -1,0 +1,124 @@
+#include "runner/kv_storage.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "base/checked_math.h"
+
+namespace pagoda::runner {
+namespace {
+
+Result<uint64_t> element_bytes(tensor::DType dtype) {
+  switch (dtype) {
+    case tensor::DType::kF32:
+      return uint64_t{4};
+    case tensor::DType::kF16:
+      return uint64_t{2};
+    default:
+      return unimplemented("KV cache dtype {} is not supported (f32, f16)",
+                           tensor::dtype_name(dtype));
+  }
+}
+
+// One K (or V) block of one layer.
+Result<uint64_t> layer_block_bytes(const model::ModelConfig& c, int32_t block_size,
+                                   tensor::DType dtype) {
+  PAGODA_ASSIGN_OR_RETURN(uint64_t elem, element_bytes(dtype));
+  if (block_size <= 0 || block_size > 4096) {
+    return invalid_argument("block size {} is out of range [1, 4096]", block_size);
+  }
+  auto n = checked_mul<uint64_t>(
+      static_cast<uint64_t>(c.num_kv_heads) * static_cast<uint64_t>(c.head_dim),
+      static_cast<uint64_t>(block_size));
+  if (!n) return out_of_range("KV block size overflows");
+  auto bytes = checked_mul<uint64_t>(*n, elem);
+  if (!bytes) return out_of_range("KV block size overflows");
+  return *bytes;
+}
+
+}  // namespace
+
+Result<uint64_t> KvStorage::bytes_per_block(const model::ModelConfig& c, int32_t block_size,
+                                            tensor::DType dtype) {
+  PAGODA_ASSIGN_OR_RETURN(uint64_t per_layer, layer_block_bytes(c, block_size, dtype));
+  auto total = checked_mul<uint64_t>(per_layer, 2 * static_cast<uint64_t>(c.num_layers));
+  if (!total) return out_of_range("KV block size overflows");
+  return *total;
+}
+
+Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blocks,
+                                    int32_t block_size, tensor::DType dtype) {
+  if (num_blocks <= 0 || num_blocks > (int64_t{1} << 31)) {
+    return invalid_argument("number of KV blocks {} is out of range", num_blocks);
+  }
+  PAGODA_ASSIGN_OR_RETURN(uint64_t per_layer, layer_block_bytes(c, block_size, dtype));
+  PAGODA_ASSIGN_OR_RETURN(uint64_t per_block, bytes_per_block(c, block_size, dtype));
+  auto total = checked_mul<uint64_t>(per_block, static_cast<uint64_t>(num_blocks));
+  if (!total) return out_of_range("KV cache size overflows");
+  void* p = ::mmap(nullptr, *total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return resource_exhausted("cannot reserve {} bytes for the KV cache", *total);
+  }
+  KvStorage s;
+  s.memory_ = static_cast<uint8_t*>(p);
+  s.bytes_ = *total;
+  s.block_bytes_per_layer_ = per_layer;
+  s.num_blocks_ = num_blocks;
+  s.block_size_ = block_size;
+  const uint64_t array_bytes = per_layer * static_cast<uint64_t>(num_blocks);
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    kernels::KvLayerView v;
+    v.dtype = dtype;
+    v.block_size = block_size;
+    v.n_kv_heads = c.num_kv_heads;
+    v.head_dim = c.head_dim;
+    v.num_blocks = num_blocks;
+    v.k = s.memory_ + (2 * static_cast<uint64_t>(l)) * array_bytes;
+    v.v = s.memory_ + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
+    s.layers_.push_back(v);
+  }
+  return s;
+}
+
+KvStorage::KvStorage(KvStorage&& o) noexcept {
+  *this = std::move(o);
+}
+
+KvStorage& KvStorage::operator=(KvStorage&& o) noexcept {
+  if (this != &o) {
+    release();
+    memory_ = o.memory_;
+    bytes_ = o.bytes_;
+    block_bytes_per_layer_ = o.block_bytes_per_layer_;
+    num_blocks_ = o.num_blocks_;
+    block_size_ = o.block_size_;
+    layers_ = std::move(o.layers_);
+    o.memory_ = nullptr;
+    o.bytes_ = 0;
+    o.layers_.clear();
+  }
+  return *this;
+}
+
+KvStorage::~KvStorage() {
+  release();
+}
+
+void KvStorage::release() {
+  if (memory_ != nullptr) ::munmap(memory_, bytes_);
+  memory_ = nullptr;
+  bytes_ = 0;
+}
+
+void KvStorage::copy_block(int32_t src, int32_t dst) {
+  const uint64_t n = block_bytes_per_layer_;
+  for (auto& layer : layers_) {
+    auto* k = static_cast<uint8_t*>(layer.k);
+    auto* v = static_cast<uint8_t*>(layer.v);
+    std::memcpy(k + static_cast<uint64_t>(dst) * n, k + static_cast<uint64_t>(src) * n, n);
+    std::memcpy(v + static_cast<uint64_t>(dst) * n, v + static_cast<uint64_t>(src) * n, n);
+  }
+}
+
+}  // namespace pagoda::runner

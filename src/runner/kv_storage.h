@@ -1,0 +1,51 @@
+// KvStorage: the memory behind the paged KV cache: for every layer, K and V arrays of
+// num_blocks blocks in the layout kernels/attention.h documents. Allocated once (anonymous
+// mmap, so untouched blocks cost no RAM); the KV metadata layer (src/kv) decides which block
+// holds what.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/attention.h"
+#include "model/model_config.h"
+
+namespace pagoda::runner {
+
+class KvStorage {
+ public:
+  // Bytes one block takes across all layers (K and V).
+  static Result<uint64_t> bytes_per_block(const model::ModelConfig& config, int32_t block_size,
+                                          tensor::DType dtype);
+
+  static Result<KvStorage> create(const model::ModelConfig& config, int64_t num_blocks,
+                                  int32_t block_size, tensor::DType dtype);
+
+  KvStorage() = default;
+  KvStorage(KvStorage&& other) noexcept;
+  KvStorage& operator=(KvStorage&& other) noexcept;
+  KvStorage(const KvStorage&) = delete;
+  KvStorage& operator=(const KvStorage&) = delete;
+  ~KvStorage();
+
+  std::span<const kernels::KvLayerView> layers() const { return layers_; }
+  int64_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  uint64_t total_bytes() const { return bytes_; }
+
+  // Copies every layer's K/V of block `src` into block `dst` (copy-on-write).
+  void copy_block(int32_t src, int32_t dst);
+
+ private:
+  void release();
+  uint8_t* memory_ = nullptr;
+  uint64_t bytes_ = 0;
+  uint64_t block_bytes_per_layer_ = 0;  // one of K or V, one layer, one block
+  int64_t num_blocks_ = 0;
+  int32_t block_size_ = 0;
+  std::vector<kernels::KvLayerView> layers_;
+};
+
+}  // namespace pagoda::runner

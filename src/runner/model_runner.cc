@@ -1,0 +1,127 @@
+#include "runner/model_runner.h"
+
+#include <algorithm>
+
+namespace pagoda::runner {
+
+Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
+                                                         const RunnerConfig& config) {
+  PAGODA_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(model.config(), config.num_blocks,
+                                                               config.block_size, config.kv_dtype));
+  return std::unique_ptr<ModelRunner>(new ModelRunner(model, std::move(storage)));
+}
+
+Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
+                                               int32_t block_size, tensor::DType dtype) {
+  PAGODA_ASSIGN_OR_RETURN(uint64_t per_block,
+                          KvStorage::bytes_per_block(config, block_size, dtype));
+  const uint64_t n = bytes / per_block;
+  if (n < 2) {
+    return resource_exhausted("{} bytes of KV memory hold {} blocks of {} tokens; need at least 2",
+                              bytes, n, block_size);
+  }
+  return static_cast<int64_t>(std::min<uint64_t>(n, uint64_t{1} << 30));
+}
+
+ModelRunner::ModelRunner(model::Model& model, KvStorage storage)
+    : model_(model), storage_(std::move(storage)) {}
+
+sampling::Sampler ModelRunner::make_sampler(const engine::ScheduledRequest& entry,
+                                            int32_t sample_index,
+                                            std::span<const int32_t> outputs) const {
+  SamplingParams params = *entry.sampling;
+  if (params.seed) params.seed = sampling::Sampler::derive_seed(*params.seed, sample_index);
+  const auto& history = entry.history_token_ids;
+  const size_t num_prompt =
+      std::min(history.size(), static_cast<size_t>(std::max<int64_t>(entry.num_prompt_tokens, 0)));
+  sampling::Sampler sampler(params, model_.config().vocab_size,
+                            std::span<const int32_t>(history.data(), num_prompt));
+  sampler.restore(outputs);
+  return sampler;
+}
+
+Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
+  for (engine::RequestId id : plan.preempted_ids)
+    samplers_.erase(id);
+  for (engine::RequestId id : plan.finished_ids)
+    samplers_.erase(id);
+  for (const kv::BlockCopy& copy : plan.block_copies) {
+    if (copy.src <= 0 || copy.dst <= 0 || copy.src >= storage_.num_blocks() ||
+        copy.dst >= storage_.num_blocks()) {
+      return internal_error("block copy {} -> {} is outside the KV cache", copy.src, copy.dst);
+    }
+    storage_.copy_block(copy.src, copy.dst);
+  }
+
+  tokens_.clear();
+  positions_.clear();
+  logit_rows_.clear();
+  slices_.clear();
+  for (const engine::ScheduledRequest& entry : plan.requests) {
+    model::SequenceSlice slice;
+    slice.token_begin = static_cast<int32_t>(tokens_.size());
+    slice.num_tokens = static_cast<int32_t>(entry.token_ids.size());
+    slice.block_table = entry.block_table;
+    for (size_t i = 0; i < entry.token_ids.size(); ++i) {
+      tokens_.push_back(entry.token_ids[i]);
+      positions_.push_back(
+          static_cast<int32_t>(entry.num_computed_tokens + static_cast<int64_t>(i)));
+    }
+    if (entry.num_samples > 0) logit_rows_.push_back(static_cast<int32_t>(tokens_.size() - 1));
+    slices_.push_back(slice);
+  }
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  logits_.resize(logit_rows_.size() * vocab);
+  model::ForwardBatch batch;
+  batch.tokens = tokens_;
+  batch.positions = positions_;
+  batch.sequences = slices_;
+  batch.logit_rows = logit_rows_;
+  PAGODA_RETURN_IF_ERROR(model_.forward(batch, storage_.layers(), logits_.data()));
+
+  engine::StepOutput out;
+  size_t row = 0;
+  std::vector<float> scratch;
+  for (const engine::ScheduledRequest& entry : plan.requests) {
+    if (entry.num_samples <= 0) continue;
+    const float* logits = logits_.data() + row * vocab;
+    ++row;
+    if (entry.is_new || !samplers_.contains(entry.id)) {
+      const auto& history = entry.history_token_ids;
+      const size_t num_prompt =
+          std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
+      samplers_.insert_or_assign(
+          entry.id, make_sampler(entry, entry.sample_index,
+                                 std::span<const int32_t>(history).subspan(num_prompt)));
+    }
+    engine::SampledTokens sampled;
+    sampled.id = entry.id;
+    for (int32_t i = 0; i < entry.num_samples; ++i) {
+      scratch.assign(logits, logits + vocab);
+      sampling::SampleResult r;
+      if (i == 0) {
+        r = samplers_.at(entry.id).sample(scratch);
+      } else {
+        // A forked child's first token: drawn from the shared row with the child's own stream.
+        const auto& history = entry.history_token_ids;
+        const size_t num_prompt =
+            std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
+        sampling::Sampler child =
+            make_sampler(entry, i, std::span<const int32_t>(history).subspan(num_prompt));
+        r = child.sample(scratch);
+      }
+      sampled.token_ids.push_back(r.token);
+      if (entry.sampling->logprobs >= 0) {
+        engine::SampleLogprobs lp;
+        lp.logprob = r.logprob;
+        for (const auto& t : r.top)
+          lp.top.push_back({t.token, t.logprob});
+        sampled.logprobs.push_back(std::move(lp));
+      }
+    }
+    out.sampled.push_back(std::move(sampled));
+  }
+  return out;
+}
+
+}  // namespace pagoda::runner

@@ -1,0 +1,51 @@
+// ModelRunner: executes the engine's StepPlans on a Model. One plan = block copies, one batched
+// forward pass over every scheduled request (prefill chunks and decode tokens together), then
+// sampling with each request's own Sampler (rebuilt from history when the plan says is_new).
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model_executor.h"
+#include "model/model.h"
+#include "runner/kv_storage.h"
+#include "sampling/sampler.h"
+
+namespace pagoda::runner {
+
+struct RunnerConfig {
+  int64_t num_blocks = 0;  // including the engine's null block 0
+  int32_t block_size = 16;
+  tensor::DType kv_dtype = tensor::DType::kF16;
+};
+
+class ModelRunner final : public engine::ModelExecutor {
+ public:
+  static Result<std::unique_ptr<ModelRunner>> create(model::Model& model,
+                                                     const RunnerConfig& config);
+
+  // How many blocks of `block_size` tokens fit in `bytes` of KV memory.
+  static Result<int64_t> blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
+                                           int32_t block_size, tensor::DType dtype);
+
+  Result<engine::StepOutput> execute(const engine::StepPlan& plan) override;
+
+  const KvStorage& storage() const { return storage_; }
+  size_t num_sampler_states() const { return samplers_.size(); }
+
+ private:
+  ModelRunner(model::Model& model, KvStorage storage);
+  sampling::Sampler make_sampler(const engine::ScheduledRequest& entry, int32_t sample_index,
+                                 std::span<const int32_t> outputs) const;
+
+  model::Model& model_;
+  KvStorage storage_;
+  std::unordered_map<engine::RequestId, sampling::Sampler> samplers_;
+  // Per-step buffers, reused.
+  std::vector<int32_t> tokens_, positions_, logit_rows_;
+  std::vector<model::SequenceSlice> slices_;
+  std::vector<float> logits_;
+};
+
+}  // namespace pagoda::runner
