@@ -38,6 +38,11 @@ std::optional<Value> find_method(Interp& in, const Value& self, std::string_view
 // Calls self.name(args) without allocating a bound method; nullopt when there is no method.
 std::optional<Value> call_method(Interp& in, const Value& self, std::string_view name, Args& args);
 
+// markupsafe.escape: & < > " ' as entities.
+std::string html_escape(std::string_view s);
+// markupsafe.escape(v): Markup unchanged, anything else str()-ed and escaped.
+Value markup_escape(const Value& v);
+
 // json.dumps as HF's tojson calls it.
 struct JsonOptions {
   bool ensure_ascii = false;

@@ -129,16 +129,22 @@ Value f_batch(Interp& in, const Value& v, Args& args) {
   return generator(in, std::move(out));
 }
 
+// soft_str(v): Markup stays Markup, so string filters keep the flavour of their input.
+Value soft_result(Interp& in, const Value& v, std::string s) {
+  in.check_string(s.size());
+  return v.is_markup() ? Value::markup(std::move(s)) : Value::string(std::move(s));
+}
+
 Value f_capitalize(Interp& in, const Value& v, Args& args) {
   bind_args("capitalize", args, {});
-  return str_value(in, py_capitalize(to_str(v)));
+  return soft_result(in, v, py_capitalize(to_str(v)));
 }
 
 Value f_center(Interp& in, const Value& v, Args& args) {
   const auto a = bind_args("center", args, {"width"});
   Args inner;
   inner.positional.push_back(Value::integer(int_arg(a[0], 80, "center")));
-  return *call_method(in, Value::string(to_str(v)), "center", inner);
+  return *call_method(in, v.is_markup() ? v : Value::string(to_str(v)), "center", inner);
 }
 
 Value f_length(Interp& in, const Value& v, Args& args) {
@@ -177,35 +183,18 @@ Value f_dictsort(Interp& in, const Value& v, Args& args) {
   return make_list(std::move(out));
 }
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 Value f_escape(Interp& in, const Value& v, Args& args) {
   bind_args("escape", args, {});
-  return str_value(in, html_escape(to_str(v)));
+  const Value r = markup_escape(v);
+  in.check_string(r.str().size());
+  return r;
+}
+
+Value f_forceescape(Interp& in, const Value& v, Args& args) {
+  bind_args("forceescape", args, {});
+  std::string s = html_escape(to_str(v));
+  in.check_string(s.size());
+  return Value::markup(std::move(s));
 }
 
 Value f_first(Interp& in, const Value& v, Args& args) {
@@ -272,7 +261,7 @@ Value f_format(Interp& in, const Value& v, Args& args) {
   } else {
     fmt_args = make_list(args.positional, ListKind::kTuple);
   }
-  return percent_format(in, to_str(v), fmt_args);
+  return percent_format(in, v.is_markup() ? v : Value::string(to_str(v)), fmt_args);
 }
 
 Value f_indent(Interp& in, const Value& v, Args& args) {
@@ -306,7 +295,7 @@ Value f_indent(Interp& in, const Value& v, Args& args) {
     }
   }
   if (bool_arg(a[1])) out = indention + out;
-  return Value::string(std::move(out));
+  return v.is_markup() ? Value::markup(std::move(out)) : Value::string(std::move(out));
 }
 
 Value f_items(Interp& in, const Value& v, Args& args) {
@@ -340,12 +329,12 @@ Value f_list(Interp& in, const Value& v, Args& args) {
 
 Value f_lower(Interp& in, const Value& v, Args& args) {
   bind_args("lower", args, {});
-  return str_value(in, py_lower(to_str(v)));
+  return soft_result(in, v, py_lower(to_str(v)));
 }
 
 Value f_upper(Interp& in, const Value& v, Args& args) {
   bind_args("upper", args, {});
-  return str_value(in, py_upper(to_str(v)));
+  return soft_result(in, v, py_upper(to_str(v)));
 }
 
 Value f_map(Interp& in, const Value& v, Args& args) {
@@ -471,7 +460,7 @@ Value f_reverse(Interp& in, const Value& v, Args& args) {
   if (v.is_string()) {
     std::u32string cps = to_code_points(v.str());
     std::reverse(cps.begin(), cps.end());
-    return Value::string(from_code_points(cps));
+    return v.same_flavour(from_code_points(cps));
   }
   std::vector<Value> items = in.iterate(v);
   std::reverse(items.begin(), items.end());
@@ -517,7 +506,10 @@ Value f_round(Interp& /*in*/, const Value& v, Args& args) {
 
 Value f_safe(Interp& in, const Value& v, Args& args) {
   bind_args("safe", args, {});
-  return v.is_string() ? v : str_value(in, to_str(v));
+  if (v.is_markup()) return v;
+  std::string s = to_str(v);
+  in.check_string(s.size());
+  return Value::markup(std::move(s));
 }
 
 Value f_slice(Interp& in, const Value& v, Args& args) {
@@ -663,6 +655,12 @@ Value f_trim(Interp& in, const Value& v, Args& args) {
   const std::string s = to_str(v);
   const std::string* chars = a[0] && !a[0]->is_none() ? &a[0]->str() : nullptr;
   if (a[0] && !a[0]->is_none() && !a[0]->is_string()) fail("strip arg must be None or str");
+  if (v.is_markup()) {
+    // Markup.strip escapes its argument first.
+    const std::string escaped = chars != nullptr ? html_escape(*chars) : std::string();
+    return Value::markup(
+        std::string(py_strip(s, chars != nullptr ? &escaped : nullptr, true, true)));
+  }
   return str_value(in, std::string(py_strip(s, chars, true, true)));
 }
 
@@ -677,13 +675,17 @@ Value f_truncate(Interp& in, const Value& v, Args& args) {
   if (leeway < 0) fail("expected leeway >= 0, got {}", leeway);
   const std::string s = to_str(v);
   const std::u32string cps = to_code_points(s);
-  if (static_cast<int64_t>(cps.size()) <= length + leeway) return Value::string(s);
+  if (static_cast<int64_t>(cps.size()) <= length + leeway) {
+    return v.is_string() ? v : Value::string(s);
+  }
   std::string head =
       from_code_points(std::u32string_view(cps).substr(0, static_cast<size_t>(length - end_len)));
   if (!killwords) {
     const size_t space = head.rfind(' ');
     if (space != std::string::npos) head = head.substr(0, space);
   }
+  // Markup + str escapes the appended end.
+  if (v.is_markup()) return Value::markup(head + html_escape(end));
   return str_value(in, head + end);
 }
 
@@ -749,7 +751,7 @@ constexpr FilterEntry kFilters[] = {
     {"filesizeformat", f_unsupported},
     {"first", f_first},
     {"float", f_float},
-    {"forceescape", f_escape},
+    {"forceescape", f_forceescape},
     {"format", f_format},
     {"groupby", f_unsupported},
     {"indent", f_indent},
@@ -862,8 +864,8 @@ bool t_sameas(Interp&, const Value& v, Args& args) {
       return v.identity() == o.identity();
   }
 }
-bool t_escaped(Interp&, const Value&, Args&) {
-  return false;
+bool t_escaped(Interp&, const Value& v, Args&) {
+  return v.is_markup();
 }
 bool t_odd(Interp& in, const Value& v, Args&) {
   return py_equal(binary_op(in, "%", v, Value::integer(2)), Value::integer(1));
@@ -956,6 +958,37 @@ constexpr TestEntry kTests[] = {
 };
 
 }  // namespace
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+Value markup_escape(const Value& v) {
+  if (v.is_markup()) return v;
+  return Value::markup(html_escape(to_str(v)));
+}
 
 FilterFn find_filter(std::string_view name) {
   for (const auto& f : kFilters) {

@@ -48,7 +48,9 @@ std::string truncate_code_points(const std::string& s, int64_t n) {
 
 }  // namespace
 
-Value percent_format(Interp& in, const std::string& format, const Value& args) {
+Value percent_format(Interp& in, const Value& format_value, const Value& args) {
+  const std::string& format = format_value.str();
+  const bool markup = format_value.is_markup();
   std::vector<Value> positional;
   const DictData* mapping = nullptr;
   if (args.is_list() && args.list().kind == ListKind::kTuple) {
@@ -118,6 +120,7 @@ Value percent_format(Interp& in, const std::string& format, const Value& args) {
       case 'r':
       case 'a': {
         std::string s = conv == 's' ? to_str(v) : to_repr(v);
+        if (markup && !v.is_markup()) s = html_escape(s);
         if (has_precision)
           s = truncate_code_points(s, precision.empty() ? 0 : std::stoll(precision));
         const int64_t w = width.empty() ? 0 : std::stoll(width);
@@ -178,7 +181,7 @@ Value percent_format(Interp& in, const std::string& format, const Value& args) {
   if (!used_mapping && mapping == nullptr && next_arg < positional.size()) {
     fail("not all arguments converted during string formatting");
   }
-  return Value::string(std::move(out));
+  return markup ? Value::markup(std::move(out)) : Value::string(std::move(out));
 }
 
 namespace {

@@ -319,14 +319,14 @@ Value Interp::get_item(const Value& obj, const Value& key) {
         const std::string& s = obj.str();
         if (is_ascii(s)) {
           if (auto i = normalize_index(key.get_int(), s.size())) {
-            return Value::string(std::string(1, s[*i]));
+            return obj.same_flavour(std::string(1, s[*i]));
           }
         } else {
           const std::u32string cps = to_code_points(s);
           if (auto i = normalize_index(key.get_int(), cps.size())) {
             std::string ch;
             append_utf8(ch, cps[*i]);
-            return Value::string(std::move(ch));
+            return obj.same_flavour(std::move(ch));
           }
         }
       }
@@ -419,7 +419,8 @@ Value Interp::slice(const Value& obj, const Value& start, const Value& stop, con
       append_utf8(out, cps[static_cast<size_t>(i)]);
     }
   }
-  return make_string(std::move(out));
+  check_string(out.size());
+  return obj.same_flavour(std::move(out));
 }
 
 Value Interp::call(const Value& callee, Args& args) {

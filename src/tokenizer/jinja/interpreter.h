@@ -152,7 +152,8 @@ Value binary_op(Interp& in, std::string_view op, const Value& a, const Value& b)
 // Python's `item in container`.
 bool contains(Interp& in, const Value& container, const Value& item);
 // "%s" % args (printf-style formatting) and str.format(*args, **kwargs).
-Value percent_format(Interp& in, const std::string& format, const Value& args);
+// A Markup format escapes the arguments it formats with %s/%r and returns Markup.
+Value percent_format(Interp& in, const Value& format, const Value& args);
 Value str_format(Interp& in, const std::string& format, Args& args);
 
 }  // namespace pagoda::tokenizer::jinja

@@ -316,6 +316,51 @@ Value str_method(Interp& in, const std::string& s, std::string_view name, Args& 
   fail_kind(ErrorKind::kUnsupported, "str.{}() is not supported", name);
 }
 
+// markupsafe.Markup overrides: these str methods escape their string arguments and return
+// Markup; split/partition return Markup pieces; join and format escape what they insert.
+constexpr std::string_view kMarkupWrapped[] = {
+    "capitalize", "title",  "lower", "upper",     "replace",    "ljust",    "rjust", "lstrip",
+    "rstrip",     "center", "strip", "translate", "expandtabs", "swapcase", "zfill"};
+
+void escape_string_args(Args& args) {
+  for (Value& v : args.positional) {
+    if (v.is_string()) v = markup_escape(v);
+  }
+  for (auto& [k, v] : args.keywords) {
+    if (v.is_string()) v = markup_escape(v);
+  }
+}
+
+Value to_markup(Value v) {
+  if (v.is_string()) return Value::markup(v.str());
+  if (v.is_list()) {
+    std::vector<Value> items;
+    for (const Value& item : v.list().items)
+      items.push_back(to_markup(item));
+    return make_list(std::move(items), v.list().kind);
+  }
+  return v;
+}
+
+std::optional<Value> markup_method(Interp& in, const Value& self, std::string_view name,
+                                   Args& args) {
+  if (in_list(kMarkupWrapped, name) || name == "partition" || name == "rpartition" ||
+      name == "format") {
+    escape_string_args(args);
+  } else if (name == "join") {
+    const auto a = bind_args("join", args, {"iterable"});
+    if (!a[0]) fail("join() takes exactly one argument (0 given)");
+    std::vector<Value> items;
+    for (const Value& v : in.iterate(*a[0]))
+      items.push_back(v.is_string() ? markup_escape(v) : v);
+    args.positional = {make_list(std::move(items))};
+    args.keywords.clear();
+  } else if (name != "split" && name != "rsplit" && name != "splitlines") {
+    return std::nullopt;
+  }
+  return to_markup(str_method(in, self.str(), name, args));
+}
+
 Value dict_view(Interp& in, const DictData& d, ListKind kind) {
   in.check_items(d.size());
   std::vector<Value> out;
@@ -349,6 +394,9 @@ std::optional<Value> find_method(Interp& /*in*/, const Value& self, std::string_
 
 std::optional<Value> call_method(Interp& in, const Value& self, std::string_view name, Args& args) {
   if (classify(self, name) != MethodKind::kSafe) return std::nullopt;
+  if (self.is_markup()) {
+    if (auto r = markup_method(in, self, name, args)) return r;
+  }
   if (self.is_string()) return str_method(in, self.str(), name, args);
   if (self.is_dict()) {
     const DictData& d = self.dict();

@@ -124,7 +124,7 @@ Value repeat(Interp& in, const Value& seq, int64_t times) {
     out.reserve(s.size() * n);
     for (size_t k = 0; k < n; ++k)
       out += s;
-    return Value::string(std::move(out));
+    return seq.same_flavour(std::move(out));
   }
   const auto& items = seq.list().items;
   if (!items.empty() && n > (SIZE_MAX / items.size())) in.check_items(SIZE_MAX);
@@ -148,6 +148,13 @@ Value binary_op(Interp& in, std::string_view op, const Value& a, const Value& b)
   if (a.is_number() && b.is_number()) return number_op(op, a, b);
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
+      if (a.is_markup() || b.is_markup()) {
+        // Markup.__add__ / __radd__ escape the plain side.
+        const std::string x = markup_escape(a).str();
+        const std::string y = markup_escape(b).str();
+        in.check_string(x.size() + y.size());
+        return Value::markup(x + y);
+      }
       in.check_string(a.str().size() + b.str().size());
       return Value::string(a.str() + b.str());
     }
@@ -175,7 +182,7 @@ Value binary_op(Interp& in, std::string_view op, const Value& a, const Value& b)
            (a.is_string() || is_sequence_list(a)) ? b.type_name() : a.type_name());
     }
   } else if (op == "%" && a.is_string()) {
-    return percent_format(in, a.str(), b);
+    return percent_format(in, a, b);
   }
   fail("unsupported operand type(s) for {}: '{}' and '{}'", op, a.type_name(), b.type_name());
 }

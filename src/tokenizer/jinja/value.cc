@@ -95,7 +95,7 @@ std::string_view Value::type_name() const {
     case Kind::kFloat:
       return "float";
     case Kind::kString:
-      return "str";
+      return markup_ ? "Markup" : "str";
     case Kind::kList:
       switch (list().kind) {
         case ListKind::kList:
@@ -274,7 +274,9 @@ void append_repr(std::string& out, const Value& v, ReprState& state) {
       out += py_float_repr(v.get_float());
       break;
     case Kind::kString:
+      if (v.is_markup()) out += "Markup(";
       append_py_repr(out, v.str());
+      if (v.is_markup()) out += ')';
       break;
     case Kind::kList: {
       const ListData& l = v.list();

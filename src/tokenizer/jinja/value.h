@@ -68,6 +68,17 @@ class Value {
   }
   static Value string(std::string s);
   static Value string(std::shared_ptr<const std::string> s);
+  // markupsafe.Markup: a str that |safe or |escape produced. Adding, joining or %-formatting
+  // other strings into it HTML-escapes them (byte-identical quirks of real templates).
+  static Value markup(std::string s) {
+    Value v = string(std::move(s));
+    v.markup_ = true;
+    return v;
+  }
+  // A string with the same markup flag as this one.
+  Value same_flavour(std::string s) const {
+    return markup_ ? markup(std::move(s)) : string(std::move(s));
+  }
   // An Undefined that explains itself ("'x' is undefined") when misused.
   static Value undefined(std::string message);
   static Value list(std::shared_ptr<ListData> data);
@@ -78,6 +89,7 @@ class Value {
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return kind_ == Kind::kString && markup_; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_object() const { return kind_ == Kind::kObject; }
@@ -114,6 +126,7 @@ class Value {
  private:
   explicit Value(Kind k) : kind_(k) {}
   Kind kind_ = Kind::kUndefined;
+  bool markup_ = false;
   union {
     bool b_;
     int64_t i_ = 0;

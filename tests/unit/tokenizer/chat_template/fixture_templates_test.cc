@@ -4,6 +4,7 @@
 // and conversations a template rejects must be rejected with the same message.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -112,8 +113,13 @@ TEST(ChatTemplateFixtures, MatchesJinja2OnEveryTemplateAndConversation) {
   std::vector<Case> cases;
   std::vector<std::string> owner;
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".jinja") files.push_back(e.path());
+  // PAGODA_EXTRA_CHAT_TEMPLATES: an optional directory of further *.jinja files to check.
+  std::vector<std::filesystem::path> dirs = {dir};
+  if (const char* extra = std::getenv("PAGODA_EXTRA_CHAT_TEMPLATES")) dirs.emplace_back(extra);
+  for (const auto& d : dirs) {
+    for (const auto& e : std::filesystem::directory_iterator(d)) {
+      if (e.path().extension() == ".jinja") files.push_back(e.path());
+    }
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());

@@ -19,7 +19,7 @@ const char* const kContext = R"J({
             {"name": "cid", "age": 31, "admin": true}],
   "nested": [[1, 2], [3, 4]], "empty": [], "emptyd": {},
   "text": "  line1\nline2\n\n  line3  ", "q": "it's \"quoted\"", "sq": "it's",
-  "esc": "<a href=\"x\">&'</a>", "ws": "\u3000 wide space\u00a0"
+  "esc": "<a href=\"x\">&'</a>", "ws": "\u3000 wide space\u00a0", "t_name": "f<g>"
 })J";
 
 const char* const kCases[] = {
@@ -312,6 +312,21 @@ const char* const kCases[] = {
     "{{ strftime_now('%z|%Z|%%') }}",
     "{{ undefined_fn() }}",
     "{{ n() }}",
+    // --- markupsafe.Markup from |safe and |escape: concatenation escapes the other side
+    "{{ 'a<'|safe + '<b>' }} {{ '<b>' + 'a<'|safe }} {{ 'x'|safe ~ '<i>' }} {{ ('<'|safe) * 2 }}",
+    "{{ ('<p>'|safe).upper() }}|{{ ('<p>'|safe).replace('p', '<q>') }}|{{ (' <a> '|safe).strip() "
+    "}}|"
+    "{{ ('a,b'|safe).split(',') }}|{{ (', '|safe).join(['<', '>']) }}|{{ ('<{}>'|safe).format('&') "
+    "}}",
+    "{{ ('%s|%d'|safe) % ('<', 3) }} {{ [esc|safe] }} {{ esc|e is escaped }} {{ esc is escaped }} "
+    "{{ (esc|e)|e }} {{ esc|forceescape|forceescape }} {{ ('<x>'|safe)[1:] }} {{ ('<>'|safe)|upper "
+    "}}",
+    "{{ ('<a>'|safe)|trim }}{{ ('<a>'|safe)|title }}{{ ('<a>'|safe)|string + '<' }}"
+    "{{ ('<a>'|safe)|indent + '<' }}{{ ('<a>\n<b>'|safe)|replace('a', '&') + '<' }}",
+    "{{ 'Use ' |safe + t_name + '\n'|safe + users[0]|tojson }}",
+    "{{ ('x'|safe)|tojson }} {{ ('a b c d e'|safe)|truncate(5, leeway=0, end='<') }} {{ 1|safe + "
+    "'<' }}",
+    "{{ 'a'|safe + 1 }}",
     // --- generation tag (transformers' AssistantTracker)
     "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}",
     // --- generators are single-use

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -96,6 +97,13 @@ std::optional<std::vector<OracleResult>> run_oracle(const std::vector<Case>& cas
 }
 
 Result<std::string> render_ours(const Case& c, ChatTemplateLimits limits) {
+  // strftime_now renders local time; the oracle runs with TZ=UTC, so do we.
+  static const bool utc = [] {
+    ::setenv("TZ", "UTC", 1);
+    ::tzset();
+    return true;
+  }();
+  (void)utc;
   PAGODA_ASSIGN_OR_RETURN(auto t, ChatTemplate::parse(c.source, limits));
   ChatTemplateInputs inputs;
   inputs.messages = &c.messages;
