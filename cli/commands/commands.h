@@ -14,6 +14,8 @@ void register_run(CLI::App& app, CommandAction& action);
 void register_chat(CLI::App& app, CommandAction& action);
 void register_inspect(CLI::App& app, CommandAction& action);
 void register_tokenize(CLI::App& app, CommandAction& action);
+void register_synth(CLI::App& app, CommandAction& action);
+void register_quantize(CLI::App& app, CommandAction& action);
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
@@ -23,6 +25,8 @@ inline std::vector<RegisterCommand> all_commands() {
       &register_chat,
       &register_inspect,
       &register_tokenize,
+      &register_synth,
+      &register_quantize,
   };
 }
 
