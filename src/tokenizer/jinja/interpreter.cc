@@ -40,7 +40,7 @@ class LoopObject : public Object, public std::enable_shared_from_this<LoopObject
   std::optional<Value> get_attr(std::string_view name, Interp& in) override;
   Value call(Interp& in, Args& args) override {
     if (!stmt_->recursive) {
-      fail("Tried to call non recursive loop. Maybe you forgot the 'recursive' modifier.");
+      fail("The loop must have the 'recursive' marker to be called recursively.");
     }
     if (args.positional.size() != 1 || !args.keywords.empty()) {
       fail("loop() takes exactly one argument");

@@ -168,6 +168,10 @@ Value binary_op(Interp& in, std::string_view op, const Value& a, const Value& b)
       out.insert(out.end(), y.begin(), y.end());
       return make_list(std::move(out), a.list().kind);
     }
+    if (a.is_markup()) {
+      // Markup.__add__ returns NotImplemented for non-strings.
+      fail("unsupported operand type(s) for +: 'Markup' and '{}'", b.type_name());
+    }
     if (a.is_string() || is_sequence_list(a)) {
       fail("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(),
            a.type_name());

@@ -30,11 +30,14 @@ json weather_tools() {
       "description": "Get the current weather in a given location",
       "parameters": {"type": "object", "properties": {
         "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Unit"}},
         "required": ["location"]}}},
     {"type": "function", "function": {
       "name": "get_time", "description": "Current time (UTC offset in hours, e.g. -3.5)",
-      "parameters": {"type": "object", "properties": {"offset": {"type": "number"}}}}}
+      "parameters": {"type": "object", "properties": {
+        "offset": {"type": "number", "description": "Hours from UTC"},
+        "zones": {"type": "array", "items": {"type": "string"}, "description": "Zone names"}},
+        "required": []}}}
   ])J");
 }
 

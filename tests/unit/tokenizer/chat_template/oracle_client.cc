@@ -134,6 +134,16 @@ std::string compare(const Case& c, const OracleResult& expected, const Result<st
     return why.str();
   }
   const Status& s = ours.status();
+  if (expected.kind == "error" && s.code() != StatusCode::kUnimplemented) {
+    // Python's message after "ExceptionType: " must appear in ours.
+    const size_t colon = expected.message.find(": ");
+    const std::string text =
+        colon == std::string::npos ? expected.message : expected.message.substr(colon + 2);
+    if (s.message().find(text) == std::string::npos) {
+      why << c.name << ": error message differs: jinja2 '" << expected.message << "', we "
+          << s.to_string();
+    }
+  }
   if (expected.kind == "raise" &&
       (s.code() != StatusCode::kInvalidArgument || s.message() != expected.message)) {
     why << c.name << ": raise_exception message differs: expected '" << expected.message
