@@ -823,7 +823,7 @@ void Interp::run_for(const Stmt& s, const ScopePtr& scope, const Value& iterable
   const size_t n = items.size();
   const Value list = make_list(std::move(items));
   const auto& all = list.list().items;
-  const std::optional<NameId> loop_id = tmpl_.id_of("loop");
+  const std::optional<NameId> loop_id = tmpl_.loop_id();
   std::shared_ptr<LoopObject> loop;
   Value loop_value;
   if (loop_id) {
@@ -888,7 +888,7 @@ std::string Interp::call_macro(const Stmt& def, const Signature& sig, const Scop
   if (sig.uses_caller && !found_caller) {
     std::optional<Value> c = pop_kwarg("caller");
     if (!c && caller != nullptr) c = *caller;
-    if (const auto id = tmpl_.id_of("caller")) {
+    if (const auto id = tmpl_.caller_id()) {
       scope->set(*id, c ? *c : Value::undefined("No caller defined"));
     }
   }
@@ -896,7 +896,7 @@ std::string Interp::call_macro(const Stmt& def, const Signature& sig, const Scop
     DictData d;
     for (auto& [k, v] : kwargs)
       d.set(Value::string(k), std::move(v));
-    if (const auto id = tmpl_.id_of("kwargs")) scope->set(*id, make_dict(std::move(d)));
+    if (const auto id = tmpl_.kwargs_id()) scope->set(*id, make_dict(std::move(d)));
   } else if (!kwargs.empty()) {
     for (const auto& [k, v] : kwargs) {
       if (k == "caller") {
@@ -911,7 +911,7 @@ std::string Interp::call_macro(const Stmt& def, const Signature& sig, const Scop
   if (sig.catch_varargs) {
     std::vector<Value> rest(args.positional.begin() + static_cast<std::ptrdiff_t>(npos),
                             args.positional.end());
-    if (const auto id = tmpl_.id_of("varargs")) {
+    if (const auto id = tmpl_.varargs_id()) {
       scope->set(*id, make_list(std::move(rest), ListKind::kTuple));
     }
   } else if (args.positional.size() > n) {

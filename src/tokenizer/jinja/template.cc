@@ -42,6 +42,10 @@ Result<std::unique_ptr<Template>> Template::parse(std::string_view source) {
     t->ids_.emplace(names[id], static_cast<NameId>(id));
     if (auto g = find_global(names[id])) t->globals_[id] = std::move(*g);
   }
+  t->loop_id_ = t->id_of("loop");
+  t->caller_id_ = t->id_of("caller");
+  t->varargs_id_ = t->id_of("varargs");
+  t->kwargs_id_ = t->id_of("kwargs");
   return t;
 }
 

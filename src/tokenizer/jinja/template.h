@@ -28,6 +28,11 @@ class Template {
   const Body& body() const { return parsed_.body; }
   const std::vector<std::string>& names() const { return parsed_.names; }
   std::optional<NameId> id_of(std::string_view name) const;
+  // Ids of the names the interpreter binds itself (nullopt when the template never uses them).
+  std::optional<NameId> loop_id() const { return loop_id_; }
+  std::optional<NameId> caller_id() const { return caller_id_; }
+  std::optional<NameId> varargs_id() const { return varargs_id_; }
+  std::optional<NameId> kwargs_id() const { return kwargs_id_; }
   // The environment global bound to a name the template uses, or null.
   const Value* global(NameId id) const {
     return id < globals_.size() && !globals_[id].is_undefined() ? &globals_[id] : nullptr;
@@ -38,6 +43,7 @@ class Template {
   ParsedTemplate parsed_;
   std::unordered_map<std::string, NameId> ids_;
   std::vector<Value> globals_;  // by NameId; Undefined when there is no such global
+  std::optional<NameId> loop_id_, caller_id_, varargs_id_, kwargs_id_;
 };
 
 // Error -> Status, as Template::parse/render report them.

@@ -83,6 +83,20 @@ std::vector<Conversation> conversations() {
        nullptr});
   out.push_back({"assistant_last",
                  json::array({msg("user", "Start"), msg("assistant", "Partial answer")}), nullptr});
+  out.push_back(
+      {"content_parts",
+       json::array({msg("system", json::array({json{{"type", "text"}, {"text", "Sys"}}})),
+                    msg("user", json::array({json{{"type", "text"}, {"text", "Describe:"}},
+                                             json{{"type", "image_url"},
+                                                  {"image_url", {{"url", "x.png"}}}}})),
+                    msg("assistant", json::array({json{{"type", "text"}, {"text", "A cat."}}})),
+                    msg("user", "Thanks")}),
+       nullptr});
+  out.push_back({"thinking",
+                 json::array({msg("user", "2+2?"),
+                              msg("assistant", "<think>\nadd them\n</think>\n\nIt is 4."),
+                              msg("user", "And 3+3?")}),
+                 nullptr});
   for (bool string_args : {false, true}) {
     const std::string suffix = string_args ? "_string_args" : "_object_args";
     out.push_back({"tools_only" + suffix,
