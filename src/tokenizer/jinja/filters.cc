@@ -37,9 +37,12 @@ bool bool_arg(const std::optional<Value>& v) {
   return v && v->truthy();
 }
 
-// _prepare_attribute_parts + environment.getitem chain ("a.b.0").
-Value get_attribute(Interp& in, const Value& item, const Value& attribute) {
-  if (!attribute.is_string()) return in.get_item(item, attribute);
+// make_attrgetter: _prepare_attribute_parts + environment.getitem chain ("a.b.0"); a
+// default replaces an Undefined after every part.
+Value get_attribute(Interp& in, const Value& item, const Value& attribute,
+                    const Value* dflt = nullptr) {
+  auto apply_default = [&](Value v) { return dflt != nullptr && v.is_undefined() ? *dflt : v; };
+  if (!attribute.is_string()) return apply_default(in.get_item(item, attribute));
   Value v = item;
   const std::string& path = attribute.str();
   size_t start = 0;
@@ -49,7 +52,8 @@ Value get_attribute(Interp& in, const Value& item, const Value& attribute) {
     const bool digits =
         !part.empty() && part.size() < 18 &&
         std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = in.get_item(v, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    v = apply_default(
+        in.get_item(v, digits ? Value::integer(std::stoll(part)) : Value::string(part)));
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }
@@ -355,9 +359,7 @@ Value f_map(Interp& in, const Value& v, Args& args) {
     }
     if (!has_attribute) fail("map requires a filter argument");
     for (const Value& item : in.iterate(v)) {
-      Value r = get_attribute(in, item, attribute);
-      if (r.is_undefined() && !dflt.is_none()) r = dflt;
-      out.push_back(std::move(r));
+      out.push_back(get_attribute(in, item, attribute, dflt.is_none() ? nullptr : &dflt));
     }
     return generator(in, std::move(out));
   }
@@ -475,7 +477,7 @@ Value f_round(Interp& /*in*/, const Value& v, Args& args) {
   if (method != "common" && method != "ceil" && method != "floor") {
     fail("method must be common, ceil or floor");
   }
-  if (v.is_undefined()) fail("{}", v.undefined_message());
+  if (v.is_undefined() && method != "common") fail("{}", v.undefined_message());
   if (!v.is_number()) fail("type {} doesn't define __round__ method", v.type_name());
   if (method == "common") {
     if (v.is_integral()) {

@@ -327,6 +327,43 @@ const char* const kCases[] = {
     "{{ ('x'|safe)|tojson }} {{ ('a b c d e'|safe)|truncate(5, leeway=0, end='<') }} {{ 1|safe + "
     "'<' }}",
     "{{ 'a'|safe + 1 }}",
+    // --- common idioms
+    "{{'a'}}{%if t%}b{%endif%}{{n|string+'x'}}{{l|length>2 and l[0]==3}}",
+    "{% set acc = [] %}{% for i in l %}{% set acc = acc + [i] %}{% endfor %}{{ acc }}",
+    "{{ d.get('c', {}).get('x') }} {{ d.get('zz', {}).get('x', 'dflt') }} {{ nil|string }} "
+    "{{ nil|trim }} {{ 'é' > 'z' }} {{ 'Z' < 'a' }}",
+    "{% for k, v in d|dictsort %}{{ k }}={{ v }};{% endfor %}{{ range(3)|reverse|list }}",
+    "{% if x is not defined or x is none %}no x{% endif %}{% if messages|length > 0 and "
+    "messages[0].role == 'user' %} first user{% endif %}",
+    "{# comment with {{ tags }} and %} inside #}ok{# {% if %} #}",
+    "{% if t %}\n{% endif %}\n",
+    "{{ '%.2f'|format(3.14159) }} {{ '%5.1f%%'|format(99.5) }} {{ '%s and %s'|format('a', 'b') }}",
+    "{{ messages[-1]['role'] }} {{ messages[-1].content[:3] }} {{ (messages|last).role }}",
+    "{%- for m in messages -%}\n  {%- if loop.first -%}[{%- endif -%}\n  {{ m.role }}\n"
+    "  {%- if not loop.last %}, {% else %}]{% endif -%}\n{%- endfor %}",
+    "{% set ns = namespace(found=false) %}{% for m in messages %}{% if m.role == 'assistant' %}"
+    "{% set ns.found = true %}{% endif %}{% endfor %}{{ ns.found }}",
+    "{{ messages | map(attribute='role') | join(', ') }} {{ messages | selectattr('role', "
+    "'equalto', 'user') | map(attribute='content') | first }}",
+    "{% for m in messages %}{{ m.content if m.content is string else m.content | map(attribute="
+    "'text') | join }}{% endfor %}",
+    "{{ users[0].tags + ['y'] }} {{ users|map(attribute='tags.0', default='-')|list }} "
+    "{{ nested|map('first')|list }} {{ nested|map('join', '+')|list }}",
+    // --- Undefined
+    "{{ undefined_var|list }}{{ undefined_var|join }}{{ undefined_var|first }}{{ "
+    "undefined_var|upper }}"
+    "{{ undefined_var is string }}{{ undefined_var == '' }}{{ undefined_var ~ 'x' }}"
+    "{{ undefined_var|default(1)|string }}{% for x in undefined_var %}x{% endfor %}"
+    "{{ undefined_var|items|list }}{{ undefined_var|length }}{{ [undefined_var] }}",
+    "{{ undefined_var|int }}",
+    "{{ undefined_var|float }}",
+    "{{ undefined_var|round }}",
+    "{{ undefined_var < 1 }}",
+    "{{ undefined_var() }}",
+    "{{ d.zz|upper }}{{ d.zz|default('dd') }}{{ (d.zz or 'or') }}",
+    "{{ none|length }}",
+    "{{ n|length }}",
+    "{{ users[0].name.foo.bar }}",
     // --- generation tag (transformers' AssistantTracker)
     "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}",
     // --- generators are single-use
