@@ -16,6 +16,7 @@ void register_inspect(CLI::App& app, CommandAction& action);
 void register_tokenize(CLI::App& app, CommandAction& action);
 void register_synth(CLI::App& app, CommandAction& action);
 void register_quantize(CLI::App& app, CommandAction& action);
+void register_bench_engine(CLI::App& app, CommandAction& action);
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
@@ -27,6 +28,7 @@ inline std::vector<RegisterCommand> all_commands() {
       &register_tokenize,
       &register_synth,
       &register_quantize,
+      &register_bench_engine,
   };
 }
 

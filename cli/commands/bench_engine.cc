@@ -1,0 +1,251 @@
+// pagoda bench engine: offline throughput of the serving engine (no HTTP). Keeps `concurrency`
+// requests in flight until `num_requests` have finished; prompts are random token ids from a
+// fixed seed (optionally all starting with the same `shared_prefix` tokens) and every request
+// generates exactly `output_len` tokens (ignore_eos). Reports requests/s, output and total
+// tokens/s, TTFT and TPOT percentiles, KV utilisation (mean blocks in use over steps and the fill
+// ratio live tokens / (blocks in use x block size)), prefix-cache hit rate and preemptions.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands/commands.h"
+#include "pagoda/engine.h"
+
+namespace pagoda::cli {
+namespace {
+
+struct BenchOpts {
+  std::string model;
+  int32_t num_requests = 64;
+  int32_t concurrency = 8;
+  int32_t input_len = 128;
+  int32_t output_len = 64;
+  int32_t shared_prefix = 0;
+  bool json = false;
+  uint64_t seed = 0;
+  float temperature = 0.0f;
+  int32_t block_size = 16;
+  double kv_cache_mib = 0;
+  int32_t max_num_seqs = 0;
+  int32_t max_num_batched_tokens = 512;
+  bool no_prefix_caching = false;
+  int32_t threads = 0;
+  std::string kv_cache_dtype = "f16";
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Nearest rank.
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+int run_bench(const BenchOpts& o) {
+  if (o.shared_prefix > o.input_len) return fail("--shared-prefix must be <= --input-len");
+  EngineConfig cfg;
+  cfg.model_path = o.model.empty() ? default_model_path() : o.model;
+  if (cfg.model_path.empty()) return fail("no model given (-m) and no bundled model found");
+  cfg.block_size = o.block_size;
+  cfg.kv_cache_bytes = static_cast<uint64_t>(o.kv_cache_mib * 1024 * 1024);
+  cfg.kv_cache_dtype = o.kv_cache_dtype;
+  cfg.max_num_seqs = o.max_num_seqs > 0 ? o.max_num_seqs : o.concurrency;
+  cfg.max_num_batched_tokens = std::max(o.max_num_batched_tokens, cfg.max_num_seqs);
+  cfg.max_queue = 0;
+  cfg.enable_prefix_caching = !o.no_prefix_caching;
+  cfg.num_threads = o.threads;
+  auto created = Engine::create(cfg);
+  if (!created.ok()) return fail(created.status().message());
+  Engine& engine = **created;
+  const ModelInfo& info = engine.model_info();
+  if (o.input_len + o.output_len > info.context_length) {
+    return fail("--input-len + --output-len exceeds the context length (" +
+                std::to_string(info.context_length) + ")");
+  }
+
+  // Prompts: random ids, skipping end-of-generation / control tokens (detected by detokenizing
+  // to nothing), the same first shared_prefix tokens for all.
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<int32_t> dist(0, info.vocab_size - 1);
+  const auto draw = [&] {
+    while (true) {
+      const int32_t t = dist(rng);
+      if (!engine.detokenize({t}).empty()) return t;
+    }
+  };
+  std::vector<int32_t> prefix;
+  for (int32_t i = 0; i < o.shared_prefix; ++i)
+    prefix.push_back(draw());
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t r = 0; r < o.num_requests; ++r) {
+    std::vector<int32_t> p = prefix;
+    while (static_cast<int32_t>(p.size()) < o.input_len)
+      p.push_back(draw());
+    prompts.push_back(std::move(p));
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<RequestOutput> finals;
+  std::string first_error;
+  const EngineStats before = engine.stats();
+  const auto start = std::chrono::steady_clock::now();
+  int32_t submitted = 0;
+  int32_t in_flight = 0;
+  while (true) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] {
+      return in_flight < o.concurrency || static_cast<int32_t>(finals.size()) == o.num_requests;
+    });
+    if (static_cast<int32_t>(finals.size()) == o.num_requests) break;
+    if (submitted == o.num_requests) {
+      cv.wait(lock, [&] { return static_cast<int32_t>(finals.size()) == o.num_requests; });
+      break;
+    }
+    GenerateRequest req;
+    req.request_id = "bench-" + std::to_string(submitted);
+    req.prompt_tokens = prompts[static_cast<size_t>(submitted)];
+    req.stop.max_tokens = o.output_len;
+    req.stop.ignore_eos = true;
+    req.sampling.temperature = o.temperature;
+    req.sampling.seed = o.seed + static_cast<uint64_t>(submitted);
+    ++submitted;
+    ++in_flight;
+    lock.unlock();
+    const Status st = engine.add_request(std::move(req), [&](RequestOutput out) {
+      if (!out.finished) return;
+      std::lock_guard<std::mutex> l(mu);
+      if (out.finish_reason == FinishReason::kError && first_error.empty()) {
+        first_error = out.error;
+      }
+      finals.push_back(std::move(out));
+      --in_flight;
+      cv.notify_all();
+    });
+    if (!st.ok()) {
+      engine.shutdown();  // the callbacks reference this frame
+      return fail("add_request: " + st.message());
+    }
+  }
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const EngineStats after = engine.stats();
+  engine.shutdown();
+  if (!first_error.empty()) return fail("a request failed: " + first_error);
+
+  int64_t prompt_tokens = 0, output_tokens = 0;
+  std::vector<double> ttft, tpot, e2e;
+  for (const RequestOutput& f : finals) {
+    prompt_tokens += f.usage.prompt_tokens;
+    output_tokens += f.usage.completion_tokens;
+    ttft.push_back(f.timings.ttft_seconds * 1e3);
+    if (f.usage.completion_tokens > 1) tpot.push_back(f.timings.mean_tpot_seconds * 1e3);
+    e2e.push_back(f.timings.e2e_seconds * 1e3);
+  }
+  const int64_t steps = after.num_steps - before.num_steps;
+  const double used = static_cast<double>(after.sum_used_blocks - before.sum_used_blocks);
+  const double live = static_cast<double>(after.sum_live_tokens - before.sum_live_tokens);
+  const double mean_blocks = steps > 0 ? used / static_cast<double>(steps) : 0;
+  const double fill = used > 0 ? live / (used * after.block_size) : 0;
+  const double queries =
+      static_cast<double>(after.prefix_cache_queries - before.prefix_cache_queries);
+  const double hits = static_cast<double>(after.prefix_cache_hits - before.prefix_cache_hits);
+  const double hit_rate = queries > 0 ? hits / queries : 0;
+
+  nlohmann::ordered_json j;
+  j["model"] = info.id;
+  j["num_requests"] = o.num_requests;
+  j["concurrency"] = o.concurrency;
+  j["input_len"] = o.input_len;
+  j["output_len"] = o.output_len;
+  j["shared_prefix"] = o.shared_prefix;
+  j["elapsed_s"] = elapsed;
+  j["requests_per_s"] = o.num_requests / elapsed;
+  j["output_tokens_per_s"] = static_cast<double>(output_tokens) / elapsed;
+  j["total_tokens_per_s"] = static_cast<double>(prompt_tokens + output_tokens) / elapsed;
+  j["ttft_ms"] = {
+      {"p50", percentile(ttft, 50)}, {"p90", percentile(ttft, 90)}, {"p99", percentile(ttft, 99)}};
+  j["tpot_ms"] = {
+      {"p50", percentile(tpot, 50)}, {"p90", percentile(tpot, 90)}, {"p99", percentile(tpot, 99)}};
+  j["e2e_ms"] = {{"p50", percentile(e2e, 50)}, {"p99", percentile(e2e, 99)}};
+  j["kv_blocks"] = after.num_blocks;
+  j["block_size"] = after.block_size;
+  j["kv_mean_blocks_in_use"] = mean_blocks;
+  j["kv_fill_ratio"] = fill;
+  j["prefix_cache_hit_rate"] = hit_rate;
+  j["preemptions"] = after.num_preemptions - before.num_preemptions;
+  j["steps"] = steps;
+  if (o.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s: %d requests, concurrency %d, input %d (shared prefix %d), output %d\n",
+              info.id.c_str(), o.num_requests, o.concurrency, o.input_len, o.shared_prefix,
+              o.output_len);
+  std::printf("elapsed           %.2f s (%lld steps)\n", elapsed, static_cast<long long>(steps));
+  std::printf("throughput        %.2f req/s, %.1f output tok/s, %.1f total tok/s\n",
+              o.num_requests / elapsed, static_cast<double>(output_tokens) / elapsed,
+              static_cast<double>(prompt_tokens + output_tokens) / elapsed);
+  std::printf("TTFT ms           p50 %.1f  p90 %.1f  p99 %.1f\n", percentile(ttft, 50),
+              percentile(ttft, 90), percentile(ttft, 99));
+  std::printf("TPOT ms           p50 %.2f  p90 %.2f  p99 %.2f\n", percentile(tpot, 50),
+              percentile(tpot, 90), percentile(tpot, 99));
+  std::printf("KV cache          %lld blocks of %d; mean in use %.1f; fill ratio %.3f\n",
+              static_cast<long long>(after.num_blocks), after.block_size, mean_blocks, fill);
+  std::printf("prefix cache      hit rate %.3f (%.0f of %.0f tokens)\n", hit_rate, hits, queries);
+  std::printf("preemptions       %lld\n",
+              static_cast<long long>(after.num_preemptions - before.num_preemptions));
+  return 0;
+}
+
+}  // namespace
+
+void register_bench_engine(CLI::App& app, CommandAction& action) {
+  CLI::App* bench = nullptr;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App* a) { return a->get_name() == "bench"; }))
+    bench = sub;
+  if (bench == nullptr) {
+    bench = app.add_subcommand("bench", "Benchmarks");
+    bench->require_subcommand(1);
+  }
+  auto o = std::make_shared<BenchOpts>();
+  CLI::App* cmd = bench->add_subcommand("engine", "Offline engine throughput and latency");
+  cmd->add_option("-m,--model", o->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("--num-requests", o->num_requests, "Requests to run")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--concurrency", o->concurrency, "Requests in flight")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--input-len", o->input_len, "Prompt tokens")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--output-len", o->output_len, "Generated tokens per request")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--shared-prefix", o->shared_prefix, "Leading prompt tokens shared by all")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--json", o->json, "Print the results as JSON");
+  cmd->add_option("--seed", o->seed, "Seed for prompts and sampling");
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature (0 = greedy)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  cmd->add_option("--block-size", o->block_size, "KV block size")->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-cache-mib", o->kv_cache_mib,
+                  "KV cache size in MiB (default: a fraction of available RAM)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "f16 | bf16 | q8_0 | f32");
+  cmd->add_option("--max-num-seqs", o->max_num_seqs, "Running sequences (default: concurrency)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Disable prefix caching");
+  cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
+      ->check(CLI::Range(0, 4096));
+  cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });
+}
+
+}  // namespace pagoda::cli

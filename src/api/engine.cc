@@ -1,0 +1,232 @@
+// pagoda::Engine::create: loads the model, sizes the KV cache, builds the ModelRunner and the
+// EngineCore, and answers the tokenizer / chat-template / model-info queries. Request validation
+// happens here (sampling ranges against the vocab) and in EngineCore (ids, stops, the
+// scheduler's context and cache limits).
+#include "pagoda/engine.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "api/kv_cache_sizing.h"
+#include "base/log.h"
+#include "engine/engine_core.h"
+#include "kernels/isa.h"
+#include "model/model_loader.h"
+#include "runner/model_runner.h"
+#include "sampling/sampler.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/utf8.h"
+
+namespace pagoda {
+namespace {
+
+class EngineImpl final : public Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
+  ~EngineImpl() override { shutdown(); }
+
+  const ModelInfo& model_info() const override { return info_; }
+
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special,
+                                bool parse_special) const override {
+    tokenizer::EncodeOptions options;
+    options.add_special = add_special;
+    options.parse_special = parse_special;
+    return loaded_.tokenizer->encode(text, options);
+  }
+
+  // The inverse of tokenize(): leading control tokens (BOS) produce no text and do not take the
+  // first token's leading-space strip, so detokenize(tokenize(s, true, _)) == s for SPM vocabs.
+  std::string detokenize(const std::vector<int32_t>& ids) const override {
+    const tokenizer::Tokenizer& t = *loaded_.tokenizer;
+    size_t first = 0;
+    while (first < ids.size() && t.is_control(ids[first]))
+      ++first;
+    const std::vector<int32_t> rest(ids.begin() + static_cast<std::ptrdiff_t>(first), ids.end());
+    return tokenizer::utf8::sanitize(t.decode(rest, false));
+  }
+
+  Result<std::string> apply_chat_template(const std::string& messages_json,
+                                          const std::string& tools_json,
+                                          bool add_generation_prompt) const override;
+
+  Status add_request(GenerateRequest request, OutputCallback on_output) override {
+    PAGODA_RETURN_IF_ERROR(sampling::validate(request.sampling, info_.vocab_size));
+    return core_->add_request(std::move(request), std::move(on_output));
+  }
+  void abort(const std::string& request_id) override { core_->abort(request_id); }
+  EngineStats stats() const override { return core_->stats(); }
+  void stop_accepting() override { core_->stop_accepting(); }
+  bool wait_idle(std::chrono::milliseconds timeout) override { return core_->wait_idle(timeout); }
+  void shutdown() override {
+    if (core_) core_->shutdown();
+  }
+
+ private:
+  EngineImpl() = default;
+
+  // Declaration order = destruction order reversed: the core (its thread, the runner) goes
+  // before the model and tokenizer it uses.
+  model::LoadedModel loaded_;
+  ModelInfo info_;
+  std::unique_ptr<tokenizer::ChatTemplate> chat_template_;
+  Status chat_template_status_;
+  std::unique_ptr<engine::EngineCore> core_;
+};
+
+Result<engine::SchedulingPolicy> parse_policy(const std::string& name) {
+  if (name == "fcfs" || name.empty()) return engine::SchedulingPolicy::kFcfs;
+  if (name == "priority") return engine::SchedulingPolicy::kPriority;
+  return invalid_argument("scheduling_policy must be fcfs or priority, got '{}'", name);
+}
+
+std::string token_text(const tokenizer::Tokenizer& t, std::optional<int32_t> id) {
+  if (!id || *id < 0 || *id >= t.num_tokens()) return "";
+  return t.vocab().tokens[static_cast<size_t>(*id)];
+}
+
+Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
+  if (config.block_size < 1 || config.block_size > 1024) {
+    return invalid_argument("block_size must be in [1, 1024], got {}", config.block_size);
+  }
+  if (config.num_threads < 0) {
+    return invalid_argument("num_threads must be >= 0, got {}", config.num_threads);
+  }
+  if (config.max_model_len < 0) {
+    return invalid_argument("max_model_len must be >= 0, got {}", config.max_model_len);
+  }
+  if (config.max_queue < 0) {
+    return invalid_argument("max_queue must be >= 0, got {}", config.max_queue);
+  }
+  PAGODA_ASSIGN_OR_RETURN(const tensor::DType kv_dtype,
+                          api::parse_kv_cache_dtype(config.kv_cache_dtype));
+  PAGODA_ASSIGN_OR_RETURN(const engine::SchedulingPolicy policy,
+                          parse_policy(config.scheduling_policy));
+  if (config.kv_cache_bytes == 0) {
+    // Validate the fraction before the (slow) model load.
+    PAGODA_RETURN_IF_ERROR(api::kv_cache_budget(0, config.kv_cache_fraction, 1).take_status());
+  }
+  if (config.num_threads > 0) kernels::set_num_threads(config.num_threads);
+
+  std::unique_ptr<EngineImpl> e(new EngineImpl());
+  PAGODA_ASSIGN_OR_RETURN(e->loaded_, model::load_model(config.model_path));
+  const model::ModelConfig& mc = e->loaded_.model->config();
+  const tokenizer::Tokenizer& tok = *e->loaded_.tokenizer;
+
+  int32_t max_model_len = config.max_model_len == 0 ? mc.context_length : config.max_model_len;
+  if (mc.context_length > 0 && max_model_len > mc.context_length) {
+    return invalid_argument("max_model_len ({}) exceeds the model's context length ({})",
+                            max_model_len, mc.context_length);
+  }
+  if (max_model_len < 2) {
+    return invalid_argument("max_model_len must be >= 2, got {}", max_model_len);
+  }
+
+  // KV cache: the byte budget -> blocks (block 0 is the null block), capped at what
+  // max_num_seqs sequences of max_model_len tokens can use.
+  uint64_t mem_available = 0;
+  if (config.kv_cache_bytes == 0) {
+    PAGODA_ASSIGN_OR_RETURN(mem_available, api::read_mem_available());
+  }
+  PAGODA_ASSIGN_OR_RETURN(
+      const uint64_t budget,
+      api::kv_cache_budget(config.kv_cache_bytes, config.kv_cache_fraction, mem_available));
+  PAGODA_ASSIGN_OR_RETURN(int64_t num_blocks, runner::ModelRunner::blocks_for_memory(
+                                                  mc, budget, config.block_size, kv_dtype));
+  const int64_t blocks_per_seq = (max_model_len + config.block_size - 1) / config.block_size;
+  const int64_t cap = std::max<int32_t>(config.max_num_seqs, 1) * blocks_per_seq + 1;
+  const bool capped = num_blocks > cap;
+  num_blocks = std::min<int64_t>({num_blocks, cap, INT32_MAX});
+  if (num_blocks - 1 < blocks_per_seq) {
+    return resource_exhausted(
+        "the KV cache budget ({} bytes) holds {} blocks of {} tokens, fewer than one sequence of "
+        "max_model_len {} needs ({}); raise kv_cache_bytes / kv_cache_fraction or lower "
+        "max_model_len",
+        budget, std::max<int64_t>(num_blocks - 1, 0), config.block_size, max_model_len,
+        blocks_per_seq);
+  }
+  runner::RunnerConfig rc;
+  rc.num_blocks = num_blocks;
+  rc.block_size = config.block_size;
+  rc.kv_dtype = kv_dtype;
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<runner::ModelRunner> runner,
+                          runner::ModelRunner::create(*e->loaded_.model, rc));
+  PAGODA_ASSIGN_OR_RETURN(const uint64_t block_bytes,
+                          runner::KvStorage::bytes_per_block(mc, config.block_size, kv_dtype));
+  PAGODA_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({:.1f} MiB, {}){}", num_blocks - 1,
+                  config.block_size, (num_blocks - 1) * config.block_size,
+                  static_cast<double>(block_bytes) * static_cast<double>(num_blocks) / (1 << 20),
+                  tensor::dtype_name(kv_dtype),
+                  capped ? " (capped at max_num_seqs x max_model_len)" : "");
+
+  engine::EngineCoreConfig cc;
+  cc.scheduler.max_num_seqs = config.max_num_seqs;
+  cc.scheduler.max_num_batched_tokens = config.max_num_batched_tokens;
+  cc.scheduler.max_model_len = max_model_len;
+  cc.scheduler.enable_chunked_prefill = config.enable_chunked_prefill;
+  cc.scheduler.policy = policy;
+  cc.scheduler.max_num_waiting = config.max_queue;
+  cc.scheduler.kv.num_blocks = static_cast<int32_t>(num_blocks);
+  cc.scheduler.kv.block_size = config.block_size;
+  cc.scheduler.kv.enable_prefix_caching = config.enable_prefix_caching;
+  cc.vocab_size = mc.vocab_size;
+  for (int32_t id = 0; id < std::min(tok.num_tokens(), mc.vocab_size); ++id) {
+    if (tok.is_end_of_generation(id)) cc.eos_token_ids.push_back(id);
+  }
+  PAGODA_ASSIGN_OR_RETURN(e->core_, engine::EngineCore::create(cc, std::move(runner), tok));
+
+  ModelInfo& info = e->info_;
+  info.id = config.served_model_name.empty()
+                ? std::filesystem::path(config.model_path).stem().string()
+                : config.served_model_name;
+  info.architecture = mc.arch;
+  info.context_length = max_model_len;
+  info.vocab_size = mc.vocab_size;
+  info.chat_template = e->loaded_.chat_template;
+  info.bos_token = token_text(tok, tok.vocab().bos_id);
+  info.eos_token = token_text(tok, tok.vocab().eos_id);
+  if (info.chat_template.empty()) {
+    e->chat_template_status_ = failed_precondition("the model has no chat template");
+  } else {
+    auto parsed = tokenizer::ChatTemplate::parse(info.chat_template);
+    if (parsed.ok()) {
+      e->chat_template_ = std::move(parsed).value();
+    } else {
+      e->chat_template_status_ = parsed.status().with_context("the model's chat template");
+      PAGODA_LOG_WARN("{}", e->chat_template_status_.message());
+    }
+  }
+  return std::unique_ptr<Engine>(std::move(e));
+}
+
+Result<std::string> EngineImpl::apply_chat_template(const std::string& messages_json,
+                                                    const std::string& tools_json,
+                                                    bool add_generation_prompt) const {
+  if (!chat_template_) return chat_template_status_;
+  const auto messages = nlohmann::ordered_json::parse(messages_json, nullptr, false);
+  if (messages.is_discarded()) return invalid_argument("messages is not valid JSON");
+  if (!messages.is_array()) return invalid_argument("messages must be an array");
+  nlohmann::ordered_json tools;
+  if (!tools_json.empty()) {
+    tools = nlohmann::ordered_json::parse(tools_json, nullptr, false);
+    if (tools.is_discarded()) return invalid_argument("tools is not valid JSON");
+    if (!tools.is_null() && !tools.is_array()) return invalid_argument("tools must be an array");
+  }
+  tokenizer::ChatTemplateInputs in;
+  in.messages = &messages;
+  in.tools = tools.is_null() ? nullptr : &tools;
+  in.add_generation_prompt = add_generation_prompt;
+  in.bos_token = info_.bos_token;
+  in.eos_token = info_.eos_token;
+  return chat_template_->render(in);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
+  return EngineImpl::create(config);
+}
+
+}  // namespace pagoda
