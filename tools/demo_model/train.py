@@ -103,7 +103,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="models/demo.gguf")
     ap.add_argument("--seed", type=int, default=20240601)
-    ap.add_argument("--docs", type=int, default=40000, help="training documents to generate")
+    ap.add_argument("--docs", type=int, default=20000, help="training documents to generate")
     ap.add_argument("--vocab-size", type=int, default=4096, help="upper bound; BPE stops early "
                     "when no pair occurs twice")
     ap.add_argument("--dim", type=int, default=256)
@@ -113,10 +113,10 @@ def main():
     ap.add_argument("--ffn", type=int, default=704)
     ap.add_argument("--ctx", type=int, default=512, help="llama.context_length")
     ap.add_argument("--seq", type=int, default=256, help="training sequence length")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=380)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ops", choices=["auto", "blas", "conv"], default="auto",
                     help="matmul backend: plain torch ops (needs a fast BLAS) or oneDNN 1x1 "
