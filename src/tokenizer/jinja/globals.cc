@@ -50,18 +50,29 @@ class RangeObject : public Object {
     in.check_items(static_cast<size_t>(n));
     std::vector<Value> out;
     out.reserve(static_cast<size_t>(n));
-    for (int64_t k = 0; k < n; ++k)
-      out.push_back(Value::integer(start_ + k * step_));
+    for (int64_t k = 0; k < n; ++k) {
+      // Modular uint64 arithmetic; the true value lies in [start, stop), so it is exact.
+      const uint64_t v = static_cast<uint64_t>(start_) +
+                         static_cast<uint64_t>(k) * static_cast<uint64_t>(step_);
+      out.push_back(Value::integer(static_cast<int64_t>(v)));
+    }
     return out;
   }
   int64_t size() const {
-    // Computed in floating point first so huge spans cannot overflow.
-    const double span =
-        (static_cast<double>(stop_) - static_cast<double>(start_)) / static_cast<double>(step_);
-    if (span <= 0) return 0;
-    if (span > 1e15) return INT64_MAX;
-    if (step_ > 0) return (stop_ - start_ + step_ - 1) / step_;
-    return (start_ - stop_ + (-step_) - 1) / (-step_);
+    // Unsigned arithmetic: spans and steps near the int64 limits cannot overflow.
+    uint64_t span = 0;
+    uint64_t stride = 0;
+    if (step_ > 0 && stop_ > start_) {
+      span = static_cast<uint64_t>(stop_) - static_cast<uint64_t>(start_);
+      stride = static_cast<uint64_t>(step_);
+    } else if (step_ < 0 && start_ > stop_) {
+      span = static_cast<uint64_t>(start_) - static_cast<uint64_t>(stop_);
+      stride = 0 - static_cast<uint64_t>(step_);
+    } else {
+      return 0;
+    }
+    const uint64_t n = (span - 1) / stride + 1;
+    return n > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
   }
 
  private:

@@ -406,13 +406,14 @@ Value Interp::slice(const Value& obj, const Value& start, const Value& stop, con
   if (obj.is_list()) {
     std::vector<Value> out;
     out.reserve(static_cast<size_t>(count));
-    for (int64_t k = 0, i = b; k < count; ++k, i += st) {
-      out.push_back(obj.list().items[static_cast<size_t>(i)]);
+    for (int64_t k = 0; k < count; ++k) {
+      out.push_back(obj.list().items[static_cast<size_t>(b + k * st)]);
     }
     return make_list(std::move(out), obj.list().kind);
   }
   std::string out;
-  for (int64_t k = 0, i = b; k < count; ++k, i += st) {
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t i = b + k * st;  // within [0, len) for k < count: no overflow
     if (ascii) {
       out += obj.str()[static_cast<size_t>(i)];
     } else {

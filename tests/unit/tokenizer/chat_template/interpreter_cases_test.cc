@@ -74,6 +74,10 @@ const char* const kCases[] = {
     "{% for x in range(5) %}{{ x }}{% endfor %}{{ range(2, 10, 3)|list }}{{ range(5, 0, -2)|list "
     "}}",
     "{{ range(3) }} {{ range(1, 3) }} {{ range(0, 10, 2) }} {{ range(3)|length }}",
+    "{{ range(-9223372036854775807, 9223372036854775807, 9223372036854775807)|list }} "
+    "{{ range(9223372036854775807, -9223372036854775807, -4611686018427387904)|list }} "
+    "{{ [1, 2, 3][::9223372036854775807] }} {{ 'abc'[-1::-9223372036854775807] }} "
+    "{{ range(5, 5)|list }} {{ range(0, -3)|list }} {{ range(3, 0, -1)|list }}",
     "{% for u in users recursive %}{{ u.name }}{% endfor %}",
     "{% for i in [[1, [2]], [3]] recursive %}({% for x in i %}{{ x if x is number else loop(x) }}"
     "{% endfor %}){% endfor %}",
