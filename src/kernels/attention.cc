@@ -1,11 +1,22 @@
-// Attention fronts: check the KV layout and head mapping, then run the selected kernel.
+// Attention fronts: check the KV layout, head mapping and positions, then split the work into
+// (sequence, KV head, token tile) items run by one OpenMP loop on the active ISA's kernel.
 #include "kernels/attention.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
 #include "base/check.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/reference/ops_ref.h"
+#include "kernels/isa.h"
 
 namespace pagoda::kernels {
 namespace {
+
+constexpr int64_t kTokensPerItem = 8;           // query tokens per work item
+constexpr int64_t kMinWorkPerThread = 1 << 15;  // multiply-adds per extra thread
 
 void check_layout(const KvLayerView& kv) {
   PAGODA_CHECK(kv.dtype == tensor::DType::kF32 || kv.dtype == tensor::DType::kF16);
@@ -36,11 +47,53 @@ void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
 void paged_attention(const float* q, int64_t num_tokens, const int32_t* positions,
                      const KvLayerView& kv, std::span<const int32_t> block_table,
                      const AttentionParams& params, float* out) {
+  AttentionSequence seq;
+  seq.q = q;
+  seq.out = out;
+  seq.positions = positions;
+  seq.num_tokens = num_tokens;
+  seq.block_table = block_table;
+  paged_attention_batch(std::span<const AttentionSequence>(&seq, 1), kv, params);
+}
+
+void paged_attention_batch(std::span<const AttentionSequence> sequences, const KvLayerView& kv,
+                           const AttentionParams& params) {
   check_layout(kv);
-  PAGODA_CHECK(num_tokens >= 0);
   PAGODA_CHECK(params.n_heads > 0 && params.n_heads % kv.n_kv_heads == 0);
-  check_positions(kv, block_table, positions, num_tokens);
-  cpu::reference::paged_attention(q, num_tokens, positions, kv, block_table, params, out);
+  thread_local std::vector<cpu::AttentionItem> items;
+  items.clear();
+  int64_t work = 0;  // ~ multiply-adds
+  const int64_t row = static_cast<int64_t>(params.n_heads) * kv.head_dim;
+  for (const AttentionSequence& s : sequences) {
+    PAGODA_CHECK(s.num_tokens >= 0);
+    check_positions(kv, s.block_table, s.positions, s.num_tokens);
+    for (int64_t t0 = 0; t0 < s.num_tokens; t0 += kTokensPerItem) {
+      const int64_t nt = std::min(kTokensPerItem, s.num_tokens - t0);
+      for (int32_t h = 0; h < kv.n_kv_heads; ++h) {
+        cpu::AttentionItem it;
+        it.q = s.q + t0 * row;
+        it.out = s.out + t0 * row;
+        it.positions = s.positions + t0;
+        it.num_tokens = nt;
+        it.kv_head = h;
+        it.block_table = s.block_table;
+        items.push_back(it);
+      }
+      for (int64_t t = t0; t < t0 + nt; ++t)
+        work += (static_cast<int64_t>(s.positions[t]) + 1) * 2 * row;
+    }
+  }
+  if (items.empty()) return;
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  auto* fn = k.attention_item != nullptr ? k.attention_item : &cpu::reference::attention_item;
+  const int nth =
+      static_cast<int>(std::min<int64_t>({num_threads(), static_cast<int64_t>(items.size()),
+                                          std::max<int64_t>(1, work / kMinWorkPerThread)}));
+  const auto n = static_cast<int64_t>(items.size());
+  const cpu::AttentionItem* data = items.data();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (nth > 1)
+  for (int64_t i = 0; i < n; ++i)
+    fn(data[i], kv, params);
 }
 
 }  // namespace pagoda::kernels

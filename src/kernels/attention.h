@@ -34,15 +34,40 @@ struct AttentionParams {
   float scale = 1;      // usually 1/sqrt(head_dim)
 };
 
+// The attention math (ggml's attention without flash-attn, llama.cpp's default: the cache acts as
+// the weight matrix of two matmuls, so the query and the probabilities are first converted to the
+// cache type, exactly as matmul converts activations; see kernels/cpu/reference/attention_ref.cc):
+//   q'   = q rounded to the cache type (f16 caches: to half; f32: unchanged)
+//   s_j  = (q' · K_j) · scale                 for cache positions j in [0, positions[t]]
+//   p_j  = exp(s_j - max s) / Σ exp(s - max s)
+//   p'_j = p_j rounded to the cache type
+//   out  = Σ_j p'_j V_j
+// Query head h reads KV head h / (n_heads / n_kv_heads). Each (token, head) is independent and
+// computed in a fixed order, so results do not depend on how tokens or sequences are batched, and
+// every ISA gives the same bits. Work is tiled by KV block (each block of a KV head is read once
+// per query token for all the query heads that share it).
+
 // For each query token t (q: [num_tokens, n_heads, head_dim], at position positions[t]),
 // attends causally over cache positions [0, positions[t]] of one sequence and writes
-// out[t, h, :] ([num_tokens, n_heads, head_dim] f32). Query head h reads KV head
-// h / (n_heads / n_kv_heads). Computed flash-style (online softmax, block by block); each
-// (token, head) is independent, so results do not depend on how tokens are batched.
+// out[t, h, :] ([num_tokens, n_heads, head_dim] f32).
 // precondition: the cache holds K/V for every position in [0, positions[t]] (write this step's
 // tokens with kv_cache_write first); block_table covers them.
 void paged_attention(const float* q, int64_t num_tokens, const int32_t* positions,
                      const KvLayerView& kv, std::span<const int32_t> block_table,
                      const AttentionParams& params, float* out);
+
+// One sequence's part of a batched attention call.
+struct AttentionSequence {
+  const float* q = nullptr;            // [num_tokens, n_heads, head_dim]
+  float* out = nullptr;                // [num_tokens, n_heads, head_dim]
+  const int32_t* positions = nullptr;  // [num_tokens]
+  int64_t num_tokens = 0;
+  std::span<const int32_t> block_table;
+};
+
+// paged_attention for many sequences at once (e.g. a batch of single-token decodes): one parallel
+// loop covers every (sequence, KV head, token tile). Same results as one call per sequence.
+void paged_attention_batch(std::span<const AttentionSequence> sequences, const KvLayerView& kv,
+                           const AttentionParams& params);
 
 }  // namespace pagoda::kernels

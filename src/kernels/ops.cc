@@ -1,13 +1,44 @@
 // Op fronts: check each op's shape contract (violations are bugs in the caller, so PAGODA_CHECK),
-// then run the selected kernel. Only the scalar reference exists so far.
+// then run the active ISA's kernel (kernels/isa.h), splitting the work across OpenMP threads.
+//
+// Threading: each op that is worth it opens one OpenMP parallel region (matmul: convert the
+// activations, barrier, then each thread computes a contiguous slice of output rows). Threads
+// never split a dot product, so results do not depend on the thread count.
 #include "kernels/ops.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <memory>
+
 #include "base/check.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/reference/ops_ref.h"
+#include "kernels/isa.h"
 #include "kernels/quant.h"
 
 namespace pagoda::kernels {
 namespace {
+
+// Multiply-adds below which an extra thread costs more than it saves (fork/join is ~1-5 us).
+constexpr int64_t kMinWorkPerThread = 1 << 16;
+
+// A 64-byte aligned scratch buffer per calling thread, grown on demand and kept.
+uint8_t* act_buffer(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> storage;
+  thread_local size_t capacity = 0;
+  if (bytes + 64 > capacity) {
+    capacity = std::max(bytes + 64, capacity * 2);
+    storage = std::make_unique<uint8_t[]>(capacity);
+  }
+  auto p = reinterpret_cast<uintptr_t>(storage.get());
+  return reinterpret_cast<uint8_t*>((p + 63) & ~static_cast<uintptr_t>(63));
+}
+
+int threads_for(int64_t work) {
+  const int64_t useful = std::max<int64_t>(1, work / kMinWorkPerThread);
+  return static_cast<int>(std::min<int64_t>(num_threads(), useful));
+}
 
 void check_weight(const WeightView& w) {
   PAGODA_CHECK(can_dequantize(w.dtype));
@@ -22,7 +53,26 @@ void check_weight(const WeightView& w) {
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias) {
   check_weight(w);
   PAGODA_CHECK(m >= 0);
-  cpu::reference::matmul(w, x, m, y, bias);
+  if (m == 0 || w.rows == 0) return;
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  const cpu::ActLayout l = cpu::act_layout(cpu::act_type_for(w.dtype), w.cols);
+  cpu::MatmulRowsFn rows_fn = k.matmul_rows(w.dtype);
+  if (rows_fn == nullptr) rows_fn = &cpu::reference::matmul_rows;
+  uint8_t* acts = act_buffer(static_cast<size_t>(m) * l.row_bytes);
+  const int64_t rows = w.rows;
+  const int nth = rows >= 16 ? threads_for(rows * std::max<int64_t>(w.cols, 1) * m) : 1;
+#pragma omp parallel num_threads(nth) if (nth > 1)
+  {
+    const int ith = omp_get_thread_num();
+    const int n = omp_get_num_threads();
+    const int64_t m0 = m * ith / n, m1 = m * (ith + 1) / n;
+    k.quantize_acts(l, x + m0 * w.cols, m1 - m0, acts + static_cast<size_t>(m0) * l.row_bytes);
+#pragma omp barrier
+    // Contiguous row slices in whole 8-row tiles (the SIMD kernels' unit).
+    const int64_t chunk = ((rows + n - 1) / n + 7) / 8 * 8;
+    const int64_t r0 = std::min(rows, chunk * ith), r1 = std::min(rows, r0 + chunk);
+    if (r0 < r1) rows_fn(w, l, acts, m, bias, y, rows, r0, r1);
+  }
 }
 
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out) {

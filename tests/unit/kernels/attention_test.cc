@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "isa_guard.h"
 #include "kernels/attention.h"
 #include "tensor/float16.h"
 
@@ -62,13 +63,19 @@ float stored(DType dtype, float v) {
   return dtype == DType::kF16 ? tensor::fp16_to_fp32(tensor::fp32_to_fp16(v)) : v;
 }
 
-// Dense causal attention in double over K/V [context, n_kv_heads, head_dim].
-std::vector<double> dense_attention(const std::vector<float>& q, const std::vector<int32_t>& pos,
-                                    const std::vector<float>& k, const std::vector<float>& v,
-                                    int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                                    double scale) {
+// Dense causal attention over K/V [context, n_kv_heads, head_dim] with the semantics of
+// attention.h: q and the normalised probabilities are rounded to the cache type (as ggml does when
+// the cache is f16), everything else in double. `slack` gets, per output, the error a rounding of
+// a probability that sits within 1e-6 of a half-way point could add (the kernel's float
+// probability may round the other way there).
+std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
+                                    const std::vector<int32_t>& pos, const std::vector<float>& k,
+                                    const std::vector<float>& v, int64_t n_heads,
+                                    int64_t n_kv_heads, int64_t head_dim, double scale,
+                                    std::vector<double>* slack) {
   const int64_t num_tokens = static_cast<int64_t>(pos.size());
   std::vector<double> out(static_cast<size_t>(num_tokens * n_heads * head_dim));
+  slack->assign(out.size(), 0);
   for (int64_t t = 0; t < num_tokens; ++t) {
     for (int64_t h = 0; h < n_heads; ++h) {
       const int64_t kvh = h / (n_heads / n_kv_heads);
@@ -77,7 +84,7 @@ std::vector<double> dense_attention(const std::vector<float>& q, const std::vect
       for (int64_t j = 0; j < n; ++j) {
         double dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
-          dot += double(q[(t * n_heads + h) * head_dim + d]) *
+          dot += double(stored(dtype, q[(t * n_heads + h) * head_dim + d])) *
                  k[(j * n_kv_heads + kvh) * head_dim + d];
         }
         s[j] = dot * scale;
@@ -86,11 +93,25 @@ std::vector<double> dense_attention(const std::vector<float>& q, const std::vect
       double sum = 0;
       for (auto& x : s)
         sum += (x = std::exp(x - mx));
+      std::vector<double> p(static_cast<size_t>(n)), ulp(static_cast<size_t>(n), 0.0);
+      for (int64_t j = 0; j < n; ++j) {
+        const double exact = s[j] / sum;
+        p[j] = stored(dtype, static_cast<float>(exact));
+        if (dtype == DType::kF16) {
+          const double lo = stored(dtype, static_cast<float>(exact * (1 - 1e-6)));
+          const double hi = stored(dtype, static_cast<float>(exact * (1 + 1e-6)));
+          ulp[j] = hi - lo;  // 0 unless a half-way point is within reach
+        }
+      }
       for (int64_t d = 0; d < head_dim; ++d) {
-        double acc = 0;
-        for (int64_t j = 0; j < n; ++j)
-          acc += s[j] * v[(j * n_kv_heads + kvh) * head_dim + d];
-        out[(t * n_heads + h) * head_dim + d] = acc / sum;
+        double acc = 0, extra = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const double vv = v[(j * n_kv_heads + kvh) * head_dim + d];
+          acc += p[j] * vv;
+          extra += ulp[j] * std::fabs(vv);
+        }
+        out[(t * n_heads + h) * head_dim + d] = acc;
+        (*slack)[(t * n_heads + h) * head_dim + d] = extra;
       }
     }
   }
@@ -135,14 +156,34 @@ TEST_P(PagedAttentionTest, MatchesDenseCausalAttention) {
     x = stored(c.dtype, x);
   for (auto& x : v)
     x = stored(c.dtype, x);
-  const auto expected =
-      dense_attention(q, pos, k, v, c.n_heads, c.n_kv_heads, c.head_dim, params.scale);
+  std::vector<double> slack;
+  const auto expected = dense_attention(c.dtype, q, pos, k, v, c.n_heads, c.n_kv_heads, c.head_dim,
+                                        params.scale, &slack);
   double worst = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    ASSERT_NEAR(out[i], expected[i], 1e-6 * (1 + std::fabs(expected[i]))) << "element " << i;
+    ASSERT_NEAR(out[i], expected[i], 1e-6 * (1 + std::fabs(expected[i])) + slack[i])
+        << "element " << i;
     worst = std::max(worst, std::fabs(out[i] - expected[i]));
   }
   RecordProperty("worst_abs_error", std::to_string(worst));
+
+  // Every ISA path computes the reference's operations in the same order: identical bits.
+  std::vector<float> want(out.size());
+  {
+    IsaGuard guard(Isa::kScalar);
+    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                    want.data());
+  }
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    std::vector<float> got(out.size(), NAN);
+    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                    got.data());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+          << isa_name(isa) << " element " << i << ": " << got[i] << " vs " << want[i];
+    }
+  }
 
   // Each query token is independent: computing them one at a time gives the same bits.
   for (int64_t t = 0; t < c.num_new; ++t) {
@@ -170,6 +211,60 @@ INSTANTIATE_TEST_SUITE_P(
         // f16 caches.
         AttnCase{DType::kF16, 4, 2, 32, 16, 40, 40}, AttnCase{DType::kF16, 8, 1, 16, 16, 50, 1},
         AttnCase{DType::kF16, 4, 4, 64, 32, 100, 3}));
+
+// Many sequences in one call (decodes and a prefill chunk sharing one cache, block tables
+// interleaved) give the same bits as one call per sequence, on every ISA.
+TEST(PagedAttentionBatchTest, EqualsOneCallPerSequence) {
+  std::mt19937 rng(77);
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    const int32_t n_heads = 8, n_kv = 2, hd = 64, bs = 16;
+    const std::vector<int64_t> contexts = {1, 37, 130, 64, 5};
+    const std::vector<int64_t> news = {1, 1, 1, 20, 5};
+    int64_t total_blocks = 0;
+    for (int64_t c : contexts)
+      total_blocks += (c + bs - 1) / bs;
+    Cache cache = make_cache(dtype, bs, n_kv, hd, total_blocks + 3, 0, rng);
+    std::vector<int32_t> ids(static_cast<size_t>(total_blocks + 3));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::vector<std::vector<int32_t>> tables, positions;
+    std::vector<std::vector<float>> qs;
+    size_t next = 0;
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      const int64_t nb = (contexts[i] + bs - 1) / bs;
+      tables.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(next),
+                          ids.begin() + static_cast<std::ptrdiff_t>(next + nb));
+      next += static_cast<size_t>(nb);
+      std::vector<int32_t> all(static_cast<size_t>(contexts[i]));
+      std::iota(all.begin(), all.end(), 0);
+      const auto k = random_vec(all.size() * n_kv * hd, rng);
+      const auto v = random_vec(all.size() * n_kv * hd, rng);
+      kv_cache_write(cache.view, tables.back(), all.data(), contexts[i], k.data(), v.data());
+      positions.emplace_back(all.end() - news[i], all.end());
+      qs.push_back(random_vec(static_cast<size_t>(news[i] * n_heads * hd), rng));
+    }
+    const AttentionParams params{n_heads, 0.125f};
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      std::vector<std::vector<float>> batched(contexts.size()), single(contexts.size());
+      std::vector<AttentionSequence> seqs;
+      for (size_t i = 0; i < contexts.size(); ++i) {
+        batched[i].assign(qs[i].size(), NAN);
+        single[i].assign(qs[i].size(), NAN);
+        seqs.push_back(AttentionSequence{qs[i].data(), batched[i].data(), positions[i].data(),
+                                         news[i], tables[i]});
+        paged_attention(qs[i].data(), news[i], positions[i].data(), cache.view, tables[i], params,
+                        single[i].data());
+      }
+      paged_attention_batch(seqs, cache.view, params);
+      for (size_t i = 0; i < contexts.size(); ++i) {
+        EXPECT_EQ(
+            std::memcmp(batched[i].data(), single[i].data(), batched[i].size() * sizeof(float)), 0)
+            << isa_name(isa) << " sequence " << i;
+      }
+    }
+  }
+}
 
 TEST(KvCacheWriteTest, PlacesTokensByBlockTable) {
   // Layout [num_blocks][n_kv_heads][block_size][head_dim]: position p of head h lands in block

@@ -1,7 +1,10 @@
-// matmul and get_rows against plain loops in the test over dequantised weights: every
-// dequantisable weight type, odd shapes (one row, one column block, tails), bias, misaligned
-// F32 rows, and the batch-invariance contract (a row computed in a batch == computed alone, bit
-// for bit), including shapes large enough to run multi-threaded.
+// matmul and get_rows. The oracle is ggml's matmul semantics written out plainly in this file:
+// each activation row is quantised to the weight type's vec-dot type by an independent naive
+// quantiser (checked here bit for bit against the kernels' converters on every ISA), then
+// y = Σ_k w_k · x̂_k in double over the dequantised weights (for Q4_1/Q5_1 the min term uses the
+// Q8_1 block's stored s, as ggml does). Every ISA path must also equal the scalar reference bit
+// for bit (odd shapes, m = 1..17, tails, bias), and a row computed in a batch must equal the same
+// row computed alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,13 +12,18 @@
 #include <random>
 #include <vector>
 
+#include "isa_guard.h"
+#include "kernels/cpu/act_layout.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "tensor/dtype.h"
+#include "tensor/float16.h"
 
 namespace pagoda::kernels {
 namespace {
 
+using cpu::ActType;
 using tensor::DType;
 
 std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1) {
@@ -26,6 +34,146 @@ std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1) {
     x = g(rng);
   return v;
 }
+
+// Activation-like rows: Gaussian with varying spread, outliers, an all-zero stretch and exact
+// half-way values (x = (k + 0.5) · amax / 127 hits the rounding rule).
+std::vector<float> activation_like(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> v(n);
+  float spread = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 40 == 0) spread = 0.1f + static_cast<float>(rng() % 100) / 20;
+    v[i] = spread * g(rng);
+    if (i % 97 == 13) v[i] *= 8;
+  }
+  if (n >= 64) {
+    for (size_t i = 32; i < 64; ++i)
+      v[i] = 0;  // a zero block
+  }
+  if (n >= 96) {
+    for (size_t i = 64; i < 96; ++i)
+      v[i] = static_cast<float>(static_cast<int>(i % 9) - 4) + 0.5f;  // .5 ties against 4.5
+    v[64] = 127.0f / 8;
+  }
+  return v;
+}
+
+// ---- naive ggml activation quantisers (independent of the code under test) ----------------
+
+struct NaiveAct {
+  std::vector<int> q;        // [n]
+  std::vector<double> d;     // per block (Q8_0/Q8_1: 32, Q8_K: 256)
+  std::vector<double> s;     // Q8_1: f16(Σq · d)
+  std::vector<int> sums;     // Q8_0/Q8_1: per 32; Q8_K: per 16
+  std::vector<double> vals;  // float types
+};
+
+float f16_round(float x) {
+  return tensor::fp16_to_fp32(tensor::fp32_to_fp16(x));
+}
+
+NaiveAct naive_quantize(ActType t, const float* x, int64_t n) {
+  NaiveAct a;
+  if (t == ActType::kF32 || t == ActType::kF16 || t == ActType::kBF16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = t == ActType::kF32   ? x[i]
+                      : t == ActType::kF16 ? f16_round(x[i])
+                                           : tensor::bf16_to_fp32(tensor::fp32_to_bf16(x[i]));
+      a.vals.push_back(v);
+    }
+    return a;
+  }
+  if (t == ActType::kQ8_K) {
+    for (int64_t b = 0; b < n / 256; ++b) {
+      float amax = 0, max = 0;
+      for (int j = 0; j < 256; ++j) {
+        if (std::fabs(x[b * 256 + j]) > amax) {
+          amax = std::fabs(x[b * 256 + j]);
+          max = x[b * 256 + j];
+        }
+      }
+      const float iscale = amax == 0 ? 0.0f : -127.f / max;
+      for (int j = 0; j < 256; ++j) {
+        // ggml's nearest_int: round half to even.
+        const int v = static_cast<int>(std::nearbyint(iscale * x[b * 256 + j]));
+        a.q.push_back(std::min(127, v));
+      }
+      a.d.push_back(amax == 0 ? 0.0 : static_cast<double>(1 / iscale));
+      for (int j = 0; j < 16; ++j) {
+        int s = 0;
+        for (int i = 0; i < 16; ++i)
+          s += a.q[static_cast<size_t>(b * 256 + j * 16 + i)];
+        a.sums.push_back(s);
+      }
+    }
+    return a;
+  }
+  for (int64_t b = 0; b < n / 32; ++b) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j)
+      amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const float d = amax / 127;
+    const float id = d != 0 ? 1 / d : 0;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = static_cast<int>(std::round(x[b * 32 + j] * id));  // half away from zero
+      a.q.push_back(q);
+      sum += q;
+    }
+    a.d.push_back(f16_round(d));
+    a.s.push_back(f16_round(static_cast<float>(sum) * d));
+    a.sums.push_back(sum);
+  }
+  return a;
+}
+
+const ActType kActTypes[] = {ActType::kF32,  ActType::kF16,  ActType::kBF16,
+                             ActType::kQ8_0, ActType::kQ8_1, ActType::kQ8_K};
+
+TEST(ActQuantTest, EveryIsaMatchesNaiveGgmlQuantisers) {
+  for (Isa isa : supported_isas()) {
+    const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+    for (ActType t : kActTypes) {
+      for (int64_t n : {256, 512, 2048}) {
+        SCOPED_TRACE(::testing::Message()
+                     << isa_name(isa) << " type " << static_cast<int>(t) << " n " << n);
+        const int64_t m = 3;
+        std::vector<float> x;
+        for (int64_t i = 0; i < m; ++i) {
+          const auto row = activation_like(static_cast<size_t>(n), static_cast<uint32_t>(n + i));
+          x.insert(x.end(), row.begin(), row.end());
+        }
+        const cpu::ActLayout l = cpu::act_layout(t, n);
+        std::vector<uint8_t> buf(l.row_bytes * m + 64);
+        uint8_t* base = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+        k.quantize_acts(l, x.data(), m, base);
+        for (int64_t i = 0; i < m; ++i) {
+          const NaiveAct want = naive_quantize(t, x.data() + i * n, n);
+          const cpu::ActRow got = cpu::act_row(l, base + i * l.row_bytes);
+          if (!want.vals.empty()) {
+            for (int64_t j = 0; j < n; ++j)
+              ASSERT_EQ(got.vals[j], want.vals[static_cast<size_t>(j)])
+                  << "row " << i << " j " << j;
+            continue;
+          }
+          for (int64_t j = 0; j < n; ++j)
+            ASSERT_EQ(got.qs[j], want.q[static_cast<size_t>(j)]) << "row " << i << " j " << j;
+          for (size_t b = 0; b < want.d.size(); ++b) {
+            ASSERT_EQ(static_cast<double>(got.d[b]), want.d[b]) << "row " << i << " block " << b;
+            if (t == ActType::kQ8_1) {
+              ASSERT_EQ(static_cast<double>(got.s[b]), want.s[b]);
+            }
+          }
+          for (size_t b = 0; b < want.sums.size(); ++b)
+            ASSERT_EQ(got.sums[b], want.sums[b]) << "row " << i << " sum " << b;
+        }
+      }
+    }
+  }
+}
+
+// ---- matmul ---------------------------------------------------------------------------------
 
 // A weight matrix in `dtype` built by quantising random values; keeps the bytes alive.
 struct Weight {
@@ -45,63 +193,145 @@ Weight make_weight(DType dtype, int64_t rows, int64_t cols, uint32_t seed, size_
   return w;
 }
 
-// Plain loops: y[i, r] = Σ_c x[i, c] · W[r, c] in double over the dequantised matrix.
-std::vector<double> naive_matmul(const WeightView& w, const std::vector<float>& x, int64_t m,
-                                 const float* bias, std::vector<double>* abs_sum) {
+// Q4_1/Q5_1 block min (f16 at byte 2 of each 20/24-byte block).
+double legacy_min(const WeightView& w, int64_t r, int64_t b) {
+  const size_t block_bytes = w.dtype == DType::kQ4_1 ? 20 : 24;
+  const uint8_t* p = w.row(r) + b * static_cast<int64_t>(block_bytes) + 2;
+  return tensor::fp16_to_fp32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+
+// y[i, r] per ggml's semantics in double, and Σ|terms| for the tolerance.
+std::vector<double> oracle_matmul(const WeightView& w, const std::vector<float>& x, int64_t m,
+                                  const float* bias, std::vector<double>* abs_sum) {
+  const ActType t = cpu::act_type_for(w.dtype);
+  const bool with_min = w.dtype == DType::kQ4_1 || w.dtype == DType::kQ5_1;
   std::vector<float> wr(static_cast<size_t>(w.cols));
   std::vector<double> y(static_cast<size_t>(m * w.rows));
   abs_sum->assign(y.size(), 0);
+  std::vector<NaiveAct> acts;
+  for (int64_t i = 0; i < m; ++i)
+    acts.push_back(naive_quantize(t, x.data() + i * w.cols, w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
     dequantize_row(w.dtype, w.row(r), wr.data(), w.cols);
     for (int64_t i = 0; i < m; ++i) {
+      const NaiveAct& a = acts[static_cast<size_t>(i)];
       double acc = bias ? bias[r] : 0.0;
       double mag = bias ? std::fabs(bias[r]) : 0.0;
       for (int64_t c = 0; c < w.cols; ++c) {
-        acc += double(x[i * w.cols + c]) * wr[c];
-        mag += std::fabs(double(x[i * w.cols + c]) * wr[c]);
+        double xv;
+        if (!a.vals.empty()) {
+          xv = a.vals[static_cast<size_t>(c)];
+        } else {
+          const int64_t bs = t == ActType::kQ8_K ? 256 : 32;
+          xv = a.d[static_cast<size_t>(c / bs)] * a.q[static_cast<size_t>(c)];
+        }
+        double wv = wr[static_cast<size_t>(c)];
+        if (with_min) wv -= legacy_min(w, r, c / 32);  // the min term goes through s below
+        acc += wv * xv;
+        mag += std::fabs(wv * xv);
       }
-      y[i * w.rows + r] = acc;
-      (*abs_sum)[i * w.rows + r] = mag;
+      if (with_min) {
+        for (int64_t b = 0; b < w.cols / 32; ++b) {
+          acc += legacy_min(w, r, b) * a.s[static_cast<size_t>(b)];
+          mag += std::fabs(legacy_min(w, r, b) * a.s[static_cast<size_t>(b)]);
+        }
+      }
+      y[static_cast<size_t>(i * w.rows + r)] = acc;
+      (*abs_sum)[static_cast<size_t>(i * w.rows + r)] = mag;
     }
   }
   return y;
 }
 
-struct Shape {
-  int64_t rows, cols, m;
-};
-
 const DType kAllTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
                            DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
+struct Shape {
+  int64_t rows, cols, m;
+};
+
 class MatmulTest : public ::testing::TestWithParam<DType> {};
 
-TEST_P(MatmulTest, MatchesNaiveLoops) {
+TEST_P(MatmulTest, MatchesGgmlSemantics) {
   const DType t = GetParam();
   const int64_t bs = tensor::dtype_info(t).block_size;
-  // cols in blocks; plain types also get a 1-column and an odd-width case.
-  std::vector<Shape> shapes = {{1, bs, 1}, {7, 2 * bs, 3}, {33, 3 * bs, 5}, {150, 512, 2}};
+  const int64_t cb = bs == 1 ? 256 : std::max<int64_t>(bs, 256);  // whole Q8_K blocks
+  std::vector<Shape> shapes = {{1, cb, 1}, {7, 2 * cb, 3}, {33, cb, 5}, {150, 512, 2}};
   if (bs == 1) {
     shapes.push_back({5, 1, 4});
     shapes.push_back({9, 37, 2});
   }
   uint32_t seed = 1;
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    for (const auto& s : shapes) {
+      for (bool with_bias : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << isa_name(isa) << " " << tensor::dtype_name(t) << " rows " << s.rows
+                     << " cols " << s.cols << " m " << s.m << " bias " << with_bias);
+        const Weight w = make_weight(t, s.rows, s.cols, ++seed);
+        std::vector<float> x;
+        for (int64_t i = 0; i < s.m; ++i) {
+          const auto row = activation_like(static_cast<size_t>(s.cols), ++seed);
+          x.insert(x.end(), row.begin(), row.end());
+        }
+        const auto bias = random_vec(static_cast<size_t>(s.rows), ++seed);
+        const float* b = with_bias ? bias.data() : nullptr;
+        std::vector<float> y(static_cast<size_t>(s.m * s.rows), NAN);
+        matmul(w.view, x.data(), s.m, y.data(), b);
+        std::vector<double> mag;
+        const auto expected = oracle_matmul(w.view, x, s.m, b, &mag);
+        for (size_t i = 0; i < y.size(); ++i) {
+          // f32 rounding of scales, products and the accumulation.
+          ASSERT_NEAR(y[i], expected[i], 4e-6 * mag[i] + 1e-30) << "output " << i;
+        }
+      }
+    }
+  }
+}
+
+// Every ISA equals the scalar reference bit for bit, on odd shapes.
+TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
+  const DType t = GetParam();
+  const int64_t bs = tensor::dtype_info(t).block_size;
+  const int64_t unit = bs == 1 ? 8 : std::max<int64_t>(bs, 256);
+  std::vector<Shape> shapes;
+  for (int64_t m = 1; m <= 17; ++m)
+    shapes.push_back({m % 2 ? 1 + 3 * m : 8 * m, unit * (1 + m % 3), m});
+  shapes.push_back({1, unit, 1});
+  shapes.push_back({37, 5 * unit, 4});
+  if (bs == 1) {
+    shapes.push_back({11, 3, 2});
+    shapes.push_back({9, 37, 5});
+    shapes.push_back({19, 1, 17});
+  }
+  uint32_t seed = 100;
   for (const auto& s : shapes) {
+    const Weight w = make_weight(t, s.rows, s.cols, ++seed);
+    std::vector<float> x;
+    for (int64_t i = 0; i < s.m; ++i) {
+      const auto row = activation_like(static_cast<size_t>(s.cols), ++seed);
+      x.insert(x.end(), row.begin(), row.end());
+    }
+    const auto bias = random_vec(static_cast<size_t>(s.rows), ++seed);
     for (bool with_bias : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << tensor::dtype_name(t) << " rows " << s.rows << " cols "
-                                        << s.cols << " m " << s.m << " bias " << with_bias);
-      const Weight w = make_weight(t, s.rows, s.cols, ++seed);
-      const auto x = random_vec(static_cast<size_t>(s.m * s.cols), ++seed);
-      const auto bias = random_vec(static_cast<size_t>(s.rows), ++seed);
       const float* b = with_bias ? bias.data() : nullptr;
-      std::vector<float> y(static_cast<size_t>(s.m * s.rows), NAN);
-      matmul(w.view, x.data(), s.m, y.data(), b);
-      std::vector<double> mag;
-      const auto expected = naive_matmul(w.view, x, s.m, b, &mag);
-      for (size_t i = 0; i < y.size(); ++i) {
-        // f32 rounding of the result plus slack for the accumulation order.
-        ASSERT_NEAR(y[i], expected[i], 1e-6 * mag[i] + 1e-30) << "output " << i;
+      std::vector<float> want(static_cast<size_t>(s.m * s.rows));
+      {
+        IsaGuard guard(Isa::kScalar);
+        matmul(w.view, x.data(), s.m, want.data(), b);
+      }
+      for (Isa isa : supported_isas()) {
+        IsaGuard guard(isa);
+        std::vector<float> got(want.size(), NAN);
+        matmul(w.view, x.data(), s.m, got.data(), b);
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+              << isa_name(isa) << " " << tensor::dtype_name(t) << " rows " << s.rows << " cols "
+              << s.cols << " m " << s.m << " bias " << with_bias << " output " << i << ": "
+              << got[i] << " vs " << want[i];
+        }
       }
     }
   }
@@ -111,22 +341,29 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
   const DType t = GetParam();
   const int64_t bs = tensor::dtype_info(t).block_size;
   const int64_t cols = bs == 1 ? 300 : 2 * 256;
-  const int64_t rows = 130, m = 4;  // 130 * 512 * 4 multiply-adds: multi-threaded
+  const int64_t rows = 130, m = 9;  // multi-threaded, several token tiles
   const Weight w = make_weight(t, rows, cols, 11);
   const auto x = random_vec(static_cast<size_t>(m * cols), 12);
   const auto bias = random_vec(static_cast<size_t>(rows), 13);
-  std::vector<float> batched(static_cast<size_t>(m * rows));
-  matmul(w.view, x.data(), m, batched.data(), bias.data());
-  for (int64_t i = 0; i < m; ++i) {
-    std::vector<float> alone(static_cast<size_t>(rows));
-    matmul(w.view, x.data() + i * cols, 1, alone.data(), bias.data());
-    EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
-        << "row " << i;
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    std::vector<float> batched(static_cast<size_t>(m * rows));
+    matmul(w.view, x.data(), m, batched.data(), bias.data());
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<float> alone(static_cast<size_t>(rows));
+      matmul(w.view, x.data() + i * cols, 1, alone.data(), bias.data());
+      EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
+          << isa_name(isa) << " row " << i;
+    }
+    // And a second run gives the same bits (no thread-count dependence).
+    std::vector<float> again(batched.size());
+    const int saved = num_threads();
+    set_num_threads(1);
+    matmul(w.view, x.data(), m, again.data(), bias.data());
+    set_num_threads(saved);
+    EXPECT_EQ(std::memcmp(again.data(), batched.data(), sizeof(float) * again.size()), 0)
+        << isa_name(isa);
   }
-  // And a second run gives the same bits (no thread-count dependence).
-  std::vector<float> again(batched.size());
-  matmul(w.view, x.data(), m, again.data(), bias.data());
-  EXPECT_EQ(std::memcmp(again.data(), batched.data(), sizeof(float) * again.size()), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulTest, ::testing::ValuesIn(kAllTypes),
@@ -134,15 +371,21 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulTest, ::testing::ValuesIn(kAllTypes),
                            return std::string(tensor::dtype_name(param_info.param));
                          });
 
-TEST(MatmulTest, MisalignedF32Rows) {
-  const Weight w = make_weight(DType::kF32, 4, 5, 3, /*misalign=*/2);
-  const auto x = random_vec(5, 4);
-  std::vector<float> y(4);
-  matmul(w.view, x.data(), 1, y.data());
-  std::vector<double> mag;
-  const auto expected = naive_matmul(w.view, x, 1, nullptr, &mag);
-  for (size_t i = 0; i < y.size(); ++i)
-    EXPECT_NEAR(y[i], expected[i], 1e-6 * mag[i]);
+TEST(MatmulTest, MisalignedRows) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_K}) {
+    const int64_t cols = t == DType::kF32 ? 5 : 256;
+    const Weight w = make_weight(t, 9, cols, 3, /*misalign=*/2);
+    const auto x = random_vec(static_cast<size_t>(cols), 4);
+    std::vector<double> mag;
+    const auto expected = oracle_matmul(w.view, x, 1, nullptr, &mag);
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      std::vector<float> y(9);
+      matmul(w.view, x.data(), 1, y.data());
+      for (size_t i = 0; i < y.size(); ++i)
+        EXPECT_NEAR(y[i], expected[i], 4e-6 * mag[i]) << isa_name(isa);
+    }
+  }
 }
 
 TEST(MatmulTest, EmptyBatchWritesNothing) {

@@ -1,48 +1,20 @@
-// Reference matmul: y[i, r] = Σ_c x[i, c] · w[r, c] (+ bias[r]). The weight row is dequantised
-// to f32 once per output row and each dot product is accumulated in double, in column order, so
-// every output depends only on its own x row and weight row (batched == alone, bit for bit).
+// Reference matmul rows and the reference kernel table. y[i, r] = vec_dot(w_r, act_i) (+ bias[r]):
+// every output depends only on its own weight row and activation row (batched == alone).
 #include <cstdint>
-#include <vector>
 
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/cpu/reference/quant_ref.h"
 
 namespace pagoda::kernels::cpu::reference {
-namespace {
 
-constexpr int64_t kMinWorkPerThread = 1 << 16;  // multiply-adds below which threads cost more
-
-float dot(const float* a, const float* b, int64_t n) {
-  double acc = 0;
-  for (int64_t c = 0; c < n; ++c)
-    acc += static_cast<double>(a[c]) * static_cast<double>(b[c]);
-  return static_cast<float>(acc);
-}
-
-}  // namespace
-
-void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias) {
-  const int64_t rows = w.rows;
-  const int64_t cols = w.cols;
-  const bool parallel = rows > 1 && rows * cols * m >= 2 * kMinWorkPerThread;
-#pragma omp parallel if (parallel)
-  {
-    std::vector<float> row_buf(static_cast<size_t>(cols));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* wr;
-      if (w.dtype == tensor::DType::kF32 &&
-          reinterpret_cast<uintptr_t>(w.row(r)) % alignof(float) == 0) {
-        wr = reinterpret_cast<const float*>(w.row(r));
-      } else {
-        dequantize_row(w.dtype, w.row(r), row_buf.data(), cols);
-        wr = row_buf.data();
-      }
-      for (int64_t i = 0; i < m; ++i) {
-        float v = dot(x + i * cols, wr, cols);
-        if (bias != nullptr) v += bias[r];
-        y[i * rows + r] = v;
-      }
+void matmul_rows(const WeightView& w, const ActLayout& l, const uint8_t* acts, int64_t m,
+                 const float* bias, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t i = 0; i < m; ++i) {
+      const ActRow a = act_row(l, acts + static_cast<size_t>(i) * l.row_bytes);
+      float v = vec_dot(w.dtype, w.row(r), a, w.cols);
+      if (bias != nullptr) v += bias[r];
+      y[i * ldy + r] = v;
     }
   }
 }
@@ -53,4 +25,25 @@ void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out
   }
 }
 
+namespace {
+MatmulRowsFn matmul_for(tensor::DType) {
+  return &matmul_rows;
+}
+}  // namespace
+
 }  // namespace pagoda::kernels::cpu::reference
+
+namespace pagoda::kernels::cpu {
+
+const CpuKernels* reference_kernels() {
+  static const CpuKernels table = [] {
+    CpuKernels k;
+    k.isa = Isa::kScalar;
+    k.quantize_acts = &reference::quantize_acts;
+    k.matmul_rows = &reference::matmul_for;
+    return k;
+  }();
+  return &table;
+}
+
+}  // namespace pagoda::kernels::cpu

@@ -8,14 +8,22 @@
 #include <span>
 
 #include "kernels/attention.h"
+#include "kernels/cpu/act_layout.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/weight_view.h"
 
 namespace pagoda::kernels::cpu::reference {
 
-// Each weight row is dequantised once and dotted with every x row in double; OpenMP splits the
-// output rows (deterministic: one thread computes each output in a fixed order).
-void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias);
+// Activation conversion to the vec-dot type (bit-exact with ggml's quantize_row_q8_*_ref).
+void quantize_act_row(const ActLayout& l, const float* x, uint8_t* dst);
+void quantize_acts(const ActLayout& l, const float* x, int64_t m, uint8_t* dst);
+// One weight row (GGUF bytes of type t, n elements) times one converted activation row; the
+// float operation order every SIMD path reproduces (vec_dot_ref.cc).
+float vec_dot(tensor::DType t, const uint8_t* w, const ActRow& x, int64_t n);
+// MatmulRowsFn (kernel_table.h) built from vec_dot.
+void matmul_rows(const WeightView& w, const ActLayout& l, const uint8_t* acts, int64_t m,
+                 const float* bias, float* y, int64_t ldy, int64_t r0, int64_t r1);
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out);
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y);
@@ -27,8 +35,8 @@ void add_inplace(float* y, const float* x, int64_t n);
 
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v);
-void paged_attention(const float* q, int64_t num_tokens, const int32_t* positions,
-                     const KvLayerView& kv, std::span<const int32_t> block_table,
-                     const AttentionParams& params, float* out);
+// The attention math of kernels/attention.h for one work item (attention_ref.cc).
+void attention_item(const AttentionItem& item, const KvLayerView& kv,
+                    const AttentionParams& params);
 
 }  // namespace pagoda::kernels::cpu::reference

@@ -1,0 +1,56 @@
+// CpuKernels: the table of kernel entry points one ISA path provides. The op fronts
+// (kernels/ops.cc, kernels/attention.cc) check shapes, split work across threads and call the
+// active table; an entry an ISA lacks falls back to the scalar reference.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/attention.h"
+#include "kernels/cpu/act_layout.h"
+#include "kernels/isa.h"
+#include "kernels/weight_view.h"
+
+namespace pagoda::kernels::cpu {
+
+// For weight rows r in [r0, r1) and tokens i < m: y[i * ldy + r] = w_r · act_i (+ bias[r]), where
+// act_i is row i of `acts` (m rows of layout l, l.row_bytes apart; l matches w.dtype's vec-dot type
+// and l.n == w.cols). Each output depends only on its weight row and activation row, never on m,
+// r0 or r1 (the contract that makes batched == alone).
+using MatmulRowsFn = void (*)(const WeightView& w, const ActLayout& l, const uint8_t* acts,
+                              int64_t m, const float* bias, float* y, int64_t ldy, int64_t r0,
+                              int64_t r1);
+
+// One unit of attention work: the query heads of KV head `kv_head` (n_heads / n_kv_heads of them)
+// for tokens [0, num_tokens) of one sequence, starting at these pointers (q/out rows are
+// [n_heads, head_dim] per token). The math is attention.h's.
+struct AttentionItem {
+  const float* q = nullptr;
+  float* out = nullptr;
+  const int32_t* positions = nullptr;
+  int64_t num_tokens = 0;
+  int32_t kv_head = 0;
+  std::span<const int32_t> block_table;
+};
+
+struct CpuKernels {
+  Isa isa = Isa::kScalar;
+  // Converts m rows of x (l.n floats each, contiguous) into dst (rows l.row_bytes apart).
+  void (*quantize_acts)(const ActLayout& l, const float* x, int64_t m, uint8_t* dst) = nullptr;
+  // The matmul kernel for a weight type, or nullptr for "use the reference".
+  MatmulRowsFn (*matmul_rows)(tensor::DType weight) = nullptr;
+  // Attention for one item (see attention.h for the math). nullptr: use the reference.
+  void (*attention_item)(const AttentionItem& item, const KvLayerView& kv,
+                         const AttentionParams& params) = nullptr;
+};
+
+// The table for `isa`, or nullptr if this build does not contain that path.
+const CpuKernels* kernels_for(Isa isa);
+// The table of kernels::active_isa().
+const CpuKernels& active_kernels();
+
+const CpuKernels* reference_kernels();
+const CpuKernels* avx2_kernels();    // nullptr off x86-64
+const CpuKernels* avx512_kernels();  // nullptr off x86-64
+
+}  // namespace pagoda::kernels::cpu

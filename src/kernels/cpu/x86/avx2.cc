@@ -1,0 +1,8 @@
+// The avx2 kernel table: not written yet (the scalar reference runs everywhere).
+#include "kernels/cpu/kernel_table.h"
+
+namespace pagoda::kernels::cpu {
+const CpuKernels* avx2_kernels() {
+  return nullptr;
+}
+}  // namespace pagoda::kernels::cpu

@@ -1,0 +1,133 @@
+// ISA detection and selection (see isa.h) and the thread-count setting.
+#include "kernels/isa.h"
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace pagoda::kernels {
+namespace {
+
+bool cpu_has(Isa isa) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+#else
+  return isa == Isa::kScalar;
+#endif
+}
+
+Isa best_supported() {
+  if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
+  if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+Isa initial_isa() {
+  const char* env = std::getenv("PAGODA_ISA");
+  if (env == nullptr || *env == '\0') return best_supported();
+  const std::string want(env);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (want == isa_name(isa)) {
+      if (isa_supported(isa)) return isa;
+      PAGODA_LOG_WARN("PAGODA_ISA={}: not supported on this CPU/build; using {}", want,
+                      isa_name(best_supported()));
+      return best_supported();
+    }
+  }
+  PAGODA_LOG_WARN("PAGODA_ISA={}: unknown (expected avx512, avx2 or scalar); using {}", want,
+                  isa_name(best_supported()));
+  return best_supported();
+}
+
+std::atomic<int>& isa_slot() {
+  static std::atomic<int> slot{static_cast<int>(initial_isa())};
+  return slot;
+}
+
+int initial_threads() {
+  const int cores = omp_get_num_procs();
+  const char* env = std::getenv("PAGODA_THREADS");
+  if (env == nullptr || *env == '\0') return cores;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (end == env || *end != '\0' || n < 1 || n > 4096) {
+    PAGODA_LOG_WARN("PAGODA_THREADS={}: expected a positive integer; using {}", env, cores);
+    return cores;
+  }
+  return static_cast<int>(n);
+}
+
+std::atomic<int>& threads_slot() {
+  static std::atomic<int> slot{initial_threads()};
+  return slot;
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+  return cpu::kernels_for(isa) != nullptr && cpu_has(isa);
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+Isa active_isa() {
+  return static_cast<Isa>(isa_slot().load(std::memory_order_relaxed));
+}
+
+void set_active_isa(Isa isa) {
+  PAGODA_CHECK(isa_supported(isa));
+  isa_slot().store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+int num_threads() {
+  return threads_slot().load(std::memory_order_relaxed);
+}
+
+void set_num_threads(int n) {
+  PAGODA_CHECK(n >= 1);
+  threads_slot().store(n, std::memory_order_relaxed);
+}
+
+namespace cpu {
+const CpuKernels& active_kernels() {
+  return *kernels_for(active_isa());
+}
+}  // namespace cpu
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,25 @@
+// Test helper: run a block of code on one ISA path, restoring the previous one afterwards.
+#pragma once
+
+#include <string>
+
+#include "kernels/isa.h"
+
+namespace pagoda::kernels {
+
+class IsaGuard {
+ public:
+  explicit IsaGuard(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
+  ~IsaGuard() { set_active_isa(saved_); }
+  IsaGuard(const IsaGuard&) = delete;
+  IsaGuard& operator=(const IsaGuard&) = delete;
+
+ private:
+  Isa saved_;
+};
+
+inline std::string isa_label(Isa isa) {
+  return std::string(isa_name(isa));
+}
+
+}  // namespace pagoda::kernels
