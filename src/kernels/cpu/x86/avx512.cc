@@ -1,8 +1,60 @@
-// The avx512 kernel table: not written yet (the scalar reference runs everywhere).
+// The AVX-512 (F, BW, VL, VNNI) kernel table. The vectors stay 256 bits wide (the same tiles as
+// AVX2; Zen 4 executes 512-bit ops as two halves anyway); VNNI replaces the maddubs + madd pair of
+// int8 dot products with one vpdpbusd. The shared x86 sources (x86_*.inc) are compiled here for
+// this ISA: every header is included first, then the functions below get the target attributes
+// (so nothing from std:: or other headers is compiled for AVX-512 and the library still loads on
+// any x86-64 CPU; isa.cc only selects this table when the CPU has the features).
 #include "kernels/cpu/kernel_table.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/check.h"
+
+#include "hwy/base.h"
+#include "kernels/cpu/block_layouts.h"
+#include "kernels/cpu/softmax_exp.h"
+#include "tensor/float16.h"
+
+#define PAGODA_X86_VNNI 1
+
+HWY_PUSH_ATTRIBUTES("avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+namespace pagoda::kernels::cpu::avx512 {
+namespace {
+// Order matters: each file uses the ones before it.
+// clang-format off
+#include "kernels/cpu/x86/x86_common.inc"
+#include "kernels/cpu/x86/x86_matmul_q.inc"
+#include "kernels/cpu/x86/x86_matmul_f.inc"
+#include "kernels/cpu/x86/x86_attention.inc"
+// clang-format on
+}  // namespace
+}  // namespace pagoda::kernels::cpu::avx512
+HWY_POP_ATTRIBUTES
+
+namespace pagoda::kernels::cpu {
+const CpuKernels* avx512_kernels() {
+  static const CpuKernels table = [] {
+    CpuKernels k;
+    k.isa = Isa::kAvx512;
+    k.quantize_acts = &avx512::quantize_acts;
+    k.matmul_rows = &avx512::matmul_for;
+    k.attention_item = &avx512::attention_item;
+    return k;
+  }();
+  return &table;
+}
+}  // namespace pagoda::kernels::cpu
+
+#else
 namespace pagoda::kernels::cpu {
 const CpuKernels* avx512_kernels() {
   return nullptr;
 }
 }  // namespace pagoda::kernels::cpu
+#endif
