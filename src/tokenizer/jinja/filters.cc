@@ -23,6 +23,22 @@ Value str_value(Interp& in, std::string s) {
   return in.make_string(std::move(s));
 }
 
+// Jinja's map/select/unique/batch/slice/items are Python generator functions: their work,
+// and so their errors, happen when the result is consumed. A failure is kept in the
+// generator and raised on consumption; limits still stop the render at once.
+template <FilterFn Eager>
+Value lazy(Interp& in, const Value& v, Args& args) {
+  try {
+    return Eager(in, v, args);
+  } catch (const TemplateError& e) {
+    if (e.kind == ErrorKind::kLimit) throw;
+    auto data = std::make_shared<ListData>();
+    data->kind = ListKind::kGenerator;
+    data->error = std::make_shared<const TemplateError>(e);
+    return Value::list(std::move(data));
+  }
+}
+
 int64_t int_arg(const std::optional<Value>& v, int64_t dflt, std::string_view what) {
   if (!v || v->is_none()) return dflt;
   if (v->is_integral()) return v->get_int();
@@ -94,7 +110,7 @@ Value f_abs(Interp& /*in*/, const Value& v, Args& args) {
     return Value::integer(v.get_int() < 0 ? -v.get_int() : v.get_int());
   }
   if (v.kind() == Kind::kFloat) return Value::number(std::fabs(v.get_float()));
-  if (v.is_undefined()) fail("{}", v.undefined_message());
+
   fail("bad operand type for abs(): '{}'", v.type_name());
 }
 
@@ -169,6 +185,7 @@ Value f_dictsort(Interp& in, const Value& v, Args& args) {
   const bool case_sensitive = bool_arg(a[0]);
   const std::string by = a[1] ? to_str(*a[1]) : "key";
   if (by != "key" && by != "value") fail("You can only sort by either \"key\" or \"value\"");
+  if (v.is_undefined()) fail("{}", v.undefined_message());
   if (!v.is_dict()) fail("'{}' object has no attribute 'items'", v.type_name());
   std::vector<std::pair<Value, Value>> items = v.dict().items;
   in.check_items(items.size());
@@ -206,6 +223,7 @@ Value f_first(Interp& in, const Value& v, Args& args) {
   if (v.is_list() && v.list().kind == ListKind::kGenerator) {
     const ListData& l = v.list();
     if (l.consumed < l.items.size()) return l.items[l.consumed++];
+    if (l.error) throw *l.error;
     return Value::undefined("No first item, sequence was empty.");
   }
   std::vector<Value> items = in.iterate(v);
@@ -270,6 +288,9 @@ Value f_format(Interp& in, const Value& v, Args& args) {
 
 Value f_indent(Interp& in, const Value& v, Args& args) {
   const auto a = bind_args("indent", args, {"width", "first", "blank"});
+  // do_indent starts with `s += "\n"`: no str() conversion.
+  if (v.is_undefined()) fail("{}", v.undefined_message());
+  if (!v.is_string()) fail("unsupported operand type(s) for +=: '{}' and 'str'", v.type_name());
   std::string indention;
   if (a[0] && a[0]->is_string()) {
     indention = a[0]->str();
@@ -741,7 +762,7 @@ struct FilterEntry {
 constexpr FilterEntry kFilters[] = {
     {"abs", f_abs},
     {"attr", f_attr},
-    {"batch", f_batch},
+    {"batch", lazy<f_batch>},
     {"capitalize", f_capitalize},
     {"center", f_center},
     {"count", f_length},
@@ -758,26 +779,26 @@ constexpr FilterEntry kFilters[] = {
     {"groupby", f_unsupported},
     {"indent", f_indent},
     {"int", f_int},
-    {"items", f_items},
+    {"items", lazy<f_items>},
     {"join", f_join},
     {"last", f_last},
     {"length", f_length},
     {"list", f_list},
     {"lower", f_lower},
-    {"map", f_map},
+    {"map", lazy<f_map>},
     {"max", f_max},
     {"min", f_min},
     {"pprint", f_unsupported},
     {"random", f_unsupported},
-    {"reject", f_reject},
-    {"rejectattr", f_rejectattr},
+    {"reject", lazy<f_reject>},
+    {"rejectattr", lazy<f_rejectattr>},
     {"replace", f_replace},
     {"reverse", f_reverse},
     {"round", f_round},
     {"safe", f_safe},
-    {"select", f_select},
-    {"selectattr", f_selectattr},
-    {"slice", f_slice},
+    {"select", lazy<f_select>},
+    {"selectattr", lazy<f_selectattr>},
+    {"slice", lazy<f_slice>},
     {"sort", f_sort},
     {"string", f_string},
     {"striptags", f_unsupported},
@@ -786,7 +807,7 @@ constexpr FilterEntry kFilters[] = {
     {"tojson", f_tojson},
     {"trim", f_trim},
     {"truncate", f_truncate},
-    {"unique", f_unique},
+    {"unique", lazy<f_unique>},
     {"upper", f_upper},
     {"urlencode", f_unsupported},
     {"urlize", f_unsupported},

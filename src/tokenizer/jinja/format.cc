@@ -59,6 +59,9 @@ Value percent_format(Interp& in, const Value& format_value, const Value& args) {
     if (args.is_dict()) mapping = &args.dict();
     positional.push_back(args);
   }
+  // Python treats any non-tuple object with __getitem__ (dicts, and Jinja's Undefined) as
+  // the mapping for %(key)s and skips the "not all arguments converted" check.
+  const bool mapping_like = mapping != nullptr || args.is_undefined();
   size_t next_arg = 0;
   bool used_mapping = false;
   auto take = [&]() -> const Value& {
@@ -82,6 +85,7 @@ Value percent_format(Interp& in, const Value& format_value, const Value& args) {
     if (format[i] == '(') {
       const size_t close = format.find(')', i);
       if (close == std::string::npos) fail("incomplete format key");
+      if (args.is_undefined()) fail("{}", args.undefined_message());
       if (mapping == nullptr) fail("format requires a mapping");
       const Value* v = mapping->find(std::string_view(format).substr(i + 1, close - i - 1));
       if (v == nullptr) fail("'{}'", format.substr(i + 1, close - i - 1));
@@ -134,6 +138,7 @@ Value percent_format(Interp& in, const Value& format_value, const Value& args) {
       case 'x':
       case 'X':
       case 'o': {
+        if (v.is_undefined()) fail("{}", v.undefined_message());  // Undefined.__int__
         if (!v.is_number()) {
           fail("%{} format: {} is required, not {}", conv,
                conv == 'x' || conv == 'X' || conv == 'o' ? "an integer" : "a real number",
@@ -161,6 +166,7 @@ Value percent_format(Interp& in, const Value& format_value, const Value& args) {
       case 'F':
       case 'g':
       case 'G':
+        if (v.is_undefined()) fail("{}", v.undefined_message());  // Undefined.__float__
         if (!v.is_number()) fail("must be real number, not {}", v.type_name());
         out += c_format(spec + conv, v.get_float());
         break;
@@ -174,11 +180,12 @@ Value percent_format(Interp& in, const Value& format_value, const Value& args) {
         }
         break;
       default:
-        fail("unsupported format character '{}'", conv);
+        fail("unsupported format character '{}' (0x{:x}) at index {}", conv,
+             static_cast<unsigned>(static_cast<unsigned char>(conv)), i - 1);
     }
     in.check_string(out.size());
   }
-  if (!used_mapping && mapping == nullptr && next_arg < positional.size()) {
+  if (!used_mapping && !mapping_like && next_arg < positional.size()) {
     fail("not all arguments converted during string formatting");
   }
   return markup ? Value::markup(std::move(out)) : Value::string(std::move(out));

@@ -52,8 +52,8 @@ class RangeObject : public Object {
     out.reserve(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
       // Modular uint64 arithmetic; the true value lies in [start, stop), so it is exact.
-      const uint64_t v = static_cast<uint64_t>(start_) +
-                         static_cast<uint64_t>(k) * static_cast<uint64_t>(step_);
+      const uint64_t v =
+          static_cast<uint64_t>(start_) + static_cast<uint64_t>(k) * static_cast<uint64_t>(step_);
       out.push_back(Value::integer(static_cast<int64_t>(v)));
     }
     return out;
@@ -112,14 +112,19 @@ DictData build_dict(Interp& in, Args& args, std::string_view what) {
   }
   if (!args.positional.empty()) {
     const Value& src = args.positional[0];
+    // dict(x) probes x.keys first, which an Undefined refuses.
+    if (src.is_undefined()) fail("{}", src.undefined_message());
     if (src.is_dict()) {
       d = src.dict();
     } else {
+      size_t index = 0;
       for (const Value& pair : in.iterate(src)) {
         const std::vector<Value> kv = in.iterate(pair);
         if (kv.size() != 2) {
-          fail("dictionary update sequence element has length {}; 2 is required", kv.size());
+          fail("dictionary update sequence element #{} has length {}; 2 is required", index,
+               kv.size());
         }
+        ++index;
         d.set(kv[0], kv[1]);
       }
     }

@@ -452,6 +452,7 @@ std::vector<Value> Interp::iterate(const Value& v) {
         std::vector<Value> out(l.items.begin() + static_cast<std::ptrdiff_t>(l.consumed),
                                l.items.end());
         l.consumed = l.items.size();
+        if (l.error) throw *l.error;
         return out;
       }
       return l.items;
@@ -603,7 +604,11 @@ Args Interp::eval_args(const CallArgs& call, const ScopePtr& scope) {
   for (const auto& [k, v] : call.keywords)
     args.keywords.emplace_back(k, eval(*v, scope));
   if (call.star_args) {
-    for (Value& v : iterate(eval(*call.star_args, scope)))
+    const Value star = eval(*call.star_args, scope);
+    if (star.is_none() || star.is_number()) {
+      fail("Value after * must be an iterable, not {}", star.type_name());
+    }
+    for (Value& v : iterate(star))
       args.positional.push_back(std::move(v));
   }
   if (call.star_kwargs) {
@@ -758,6 +763,13 @@ Interp::Flow Interp::exec(const Stmt& s, const ScopePtr& scope, std::string& out
     case StmtKind::kFor:
       return exec_for(s, scope, out);
     case StmtKind::kSet:
+      if (s.target.kind == Target::Kind::kNamespaceAttr) {
+        // Jinja checks the namespace before it evaluates the value.
+        const Value ns = lookup(s.target.id, *scope);
+        if (!ns.is_object() || ns.object().attributes() == nullptr) {
+          fail("cannot assign attribute on non-namespace object");
+        }
+      }
       assign(s.target, eval(*s.expr, scope), scope);
       return Flow::kNormal;
     case StmtKind::kSetBlock:

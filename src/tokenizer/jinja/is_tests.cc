@@ -6,60 +6,103 @@ namespace pagoda::tokenizer::jinja {
 
 namespace {
 
-const Value& test_arg(Args& args, std::string_view test) {
-  if (args.positional.empty()) fail("{}() missing 1 required positional argument", test);
-  return args.positional[0];
+// Checks `x is name(args)` against Python's signature test_name(value[, param]) and raises
+// Python's TypeError otherwise. `env` counts a leading environment parameter.
+void check_arity(Args& args, std::string_view fn, std::string_view param, int env = 0) {
+  for (auto it = args.keywords.begin(); it != args.keywords.end();) {
+    if (param.empty() || it->first != param) {
+      fail("{}() got an unexpected keyword argument '{}'", fn, it->first);
+    }
+    if (!args.positional.empty()) fail("{}() got multiple values for argument '{}'", fn, param);
+    args.positional.push_back(std::move(it->second));
+    it = args.keywords.erase(it);
+  }
+  const size_t expected = param.empty() ? 0 : 1;
+  if (args.positional.size() > expected) {
+    const size_t takes = expected + 1 + static_cast<size_t>(env);
+    fail("{}() takes {} positional argument{} but {} were given", fn, takes, takes == 1 ? "" : "s",
+         args.positional.size() + 1 + static_cast<size_t>(env));
+  }
+  if (args.positional.size() < expected) {
+    fail("{}() missing 1 required positional argument: '{}'", fn, param);
+  }
 }
 
-bool t_defined(Interp&, const Value& v, Args&) {
+// operator.eq and friends.
+void check_operator(Args& args, std::string_view op) {
+  if (!args.keywords.empty()) fail("{}() takes no keyword arguments", op);
+  if (args.positional.size() != 1) {
+    fail("{} expected 2 arguments, got {}", op, args.positional.size() + 1);
+  }
+}
+
+bool t_defined(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_defined", "");
   return !v.is_undefined();
 }
-bool t_undefined(Interp&, const Value& v, Args&) {
+bool t_undefined(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_undefined", "");
   return v.is_undefined();
 }
-bool t_none(Interp&, const Value& v, Args&) {
+bool t_none(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_none", "");
   return v.is_none();
 }
-bool t_boolean(Interp&, const Value& v, Args&) {
+bool t_boolean(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_boolean", "");
   return v.kind() == Kind::kBool;
 }
-bool t_false(Interp&, const Value& v, Args&) {
+bool t_false(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_false", "");
   return v.kind() == Kind::kBool && !v.get_bool();
 }
-bool t_true(Interp&, const Value& v, Args&) {
+bool t_true(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_true", "");
   return v.kind() == Kind::kBool && v.get_bool();
 }
-bool t_integer(Interp&, const Value& v, Args&) {
+bool t_integer(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_integer", "");
   return v.kind() == Kind::kInt;
 }
-bool t_float(Interp&, const Value& v, Args&) {
+bool t_float(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_float", "");
   return v.kind() == Kind::kFloat;
 }
-bool t_number(Interp&, const Value& v, Args&) {
+bool t_number(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_number", "");
   return v.is_number();
 }
-bool t_string(Interp&, const Value& v, Args&) {
+bool t_string(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_string", "");
   return v.is_string();
 }
-bool t_mapping(Interp&, const Value& v, Args&) {
+bool t_mapping(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_mapping", "");
   return v.is_dict();
 }
-bool t_iterable(Interp& in, const Value& v, Args&) {
+bool t_iterable(Interp& in, const Value& v, Args& args) {
+  check_arity(args, "test_iterable", "");
   if (v.is_undefined() || v.is_string() || v.is_list() || v.is_dict()) return true;
   if (v.is_object()) return v.object().attributes() == nullptr && v.object().items(in).has_value();
   return false;
 }
-bool t_sequence(Interp& in, const Value& v, Args&) {
+bool t_sequence(Interp& in, const Value& v, Args& args) {
+  check_arity(args, "test_sequence", "");
   if (v.is_undefined() || v.is_string() || v.is_dict()) return true;
   if (v.is_list()) return v.list().kind == ListKind::kList || v.list().kind == ListKind::kTuple;
   if (v.is_object()) return v.object().attributes() == nullptr && v.object().items(in).has_value();
   return false;
 }
-bool t_callable(Interp&, const Value& v, Args&) {
+bool t_callable(Interp&, const Value& v, Args& args) {
+  if (!args.keywords.empty()) fail("callable() takes no keyword arguments");
+  if (!args.positional.empty()) {
+    fail("callable() takes exactly one argument ({} given)", args.positional.size() + 1);
+  }
   return v.is_object() && v.object().callable();
 }
 bool t_sameas(Interp&, const Value& v, Args& args) {
-  const Value& o = test_arg(args, "sameas");
+  check_arity(args, "test_sameas", "other");
+  const Value& o = args.positional[0];
   if (v.kind() != o.kind()) return false;
   switch (v.kind()) {
     case Kind::kNone:
@@ -75,50 +118,65 @@ bool t_sameas(Interp&, const Value& v, Args& args) {
       return v.identity() == o.identity();
   }
 }
-bool t_escaped(Interp&, const Value& v, Args&) {
+bool t_escaped(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_escaped", "");
   return v.is_markup();
 }
-bool t_odd(Interp& in, const Value& v, Args&) {
+bool t_odd(Interp& in, const Value& v, Args& args) {
+  check_arity(args, "test_odd", "");
   return py_equal(binary_op(in, "%", v, Value::integer(2)), Value::integer(1));
 }
-bool t_even(Interp& in, const Value& v, Args&) {
+bool t_even(Interp& in, const Value& v, Args& args) {
+  check_arity(args, "test_even", "");
   return py_equal(binary_op(in, "%", v, Value::integer(2)), Value::integer(0));
 }
 bool t_divisibleby(Interp& in, const Value& v, Args& args) {
-  return py_equal(binary_op(in, "%", v, test_arg(args, "divisibleby")), Value::integer(0));
+  check_arity(args, "test_divisibleby", "num");
+  return py_equal(binary_op(in, "%", v, args.positional[0]), Value::integer(0));
 }
-bool t_lower(Interp&, const Value& v, Args&) {
+bool t_lower(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_lower", "");
   return py_islower(to_str(v));
 }
-bool t_upper(Interp&, const Value& v, Args&) {
+bool t_upper(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_upper", "");
   return py_isupper(to_str(v));
 }
-bool t_filter(Interp&, const Value& v, Args&) {
+bool t_filter(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_filter", "", 1);
   return v.is_string() && find_filter(v.str()) != nullptr;
 }
-bool t_test(Interp&, const Value& v, Args&) {
+bool t_test(Interp&, const Value& v, Args& args) {
+  check_arity(args, "test_test", "", 1);
   return v.is_string() && find_test(v.str()) != nullptr;
 }
 bool t_eq(Interp&, const Value& v, Args& args) {
-  return py_equal(v, test_arg(args, "eq"));
+  check_operator(args, "eq");
+  return py_equal(v, args.positional[0]);
 }
 bool t_ne(Interp&, const Value& v, Args& args) {
-  return !py_equal(v, test_arg(args, "ne"));
+  check_operator(args, "ne");
+  return !py_equal(v, args.positional[0]);
 }
 bool t_lt(Interp&, const Value& v, Args& args) {
-  return py_compare(v, test_arg(args, "lt"), "<");
+  check_operator(args, "lt");
+  return py_compare(v, args.positional[0], "<");
 }
 bool t_le(Interp&, const Value& v, Args& args) {
-  return py_compare(v, test_arg(args, "le"), "<=");
+  check_operator(args, "le");
+  return py_compare(v, args.positional[0], "<=");
 }
 bool t_gt(Interp&, const Value& v, Args& args) {
-  return py_compare(v, test_arg(args, "gt"), ">");
+  check_operator(args, "gt");
+  return py_compare(v, args.positional[0], ">");
 }
 bool t_ge(Interp&, const Value& v, Args& args) {
-  return py_compare(v, test_arg(args, "ge"), ">=");
+  check_operator(args, "ge");
+  return py_compare(v, args.positional[0], ">=");
 }
 bool t_in(Interp& in, const Value& v, Args& args) {
-  return contains(in, test_arg(args, "in"), v);
+  check_arity(args, "test_in", "seq");
+  return contains(in, args.positional[0], v);
 }
 
 struct TestEntry {

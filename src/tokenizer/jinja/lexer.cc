@@ -248,9 +248,21 @@ class Lexer {
   explicit Lexer(std::string src) : s_(std::move(src)) {}
 
   std::vector<Token> run() {
-    while (pos_ < s_.size())
-      root_step();
+    try {
+      while (pos_ < s_.size())
+        root_step();
+    } catch (const TemplateError& e) {
+      Token t;
+      t.type = Tok::kError;
+      t.line = e.line;
+      t.text = e.message;
+      t.error_kind = static_cast<int>(e.kind);
+      tokens_.push_back(std::move(t));
+    }
+    // Jinja's end-of-stream token carries the line of the last token.
+    const int last_line = tokens_.empty() ? 1 : tokens_.back().line;
     emit(Tok::kEof, "");
+    tokens_.back().line = last_line;
     return std::move(tokens_);
   }
 
@@ -349,6 +361,7 @@ class Lexer {
   void lex_raw() {
     // (.*?)((?:{%(-|+|))\s*endraw\s*(?:+%}|-%}\s*|%}\n?))
     const int start_line = line_;
+    if (pos_ >= s_.size()) return;  // Jinja's failure rule needs a character to match
     for (size_t k = s_.find("{%", pos_); k != std::string::npos; k = s_.find("{%", k + 1)) {
       char sign = 0;
       size_t i = k + 2;
@@ -377,7 +390,10 @@ class Lexer {
 
   void lex_comment() {
     const size_t q = s_.find("#}", pos_);
-    if (q == std::string::npos) syntax_error(line_, "Missing end of comment tag");
+    if (q == std::string::npos) {
+      if (pos_ >= s_.size()) return;  // as for raw: nothing left to fail on
+      syntax_error(line_, "Missing end of comment tag");
+    }
     size_t end = q + 2;
     if (q > pos_ && s_[q - 1] == '-') {
       end += whitespace_run(s_, end);
@@ -530,6 +546,7 @@ std::string describe(const Token& t) {
     case Tok::kBlockEnd:
       return "end of statement block";
     case Tok::kEof:
+    case Tok::kError:
       return "end of template";
     case Tok::kString:
       return "string";

@@ -23,6 +23,7 @@ enum class Tok : uint8_t {
   kFloat,
   kOp,  // text holds the operator: + - * / // ** % ~ ( ) [ ] { } == != < <= > >= = . : | , ;
   kEof,
+  kError,  // a lexical error at this point; the parser raises it when it gets here
 };
 
 struct Token {
@@ -31,13 +32,15 @@ struct Token {
   std::string text;
   int64_t int_value = 0;
   double float_value = 0;
+  int error_kind = 0;  // kError: the ErrorKind to raise (text holds the message)
 
   bool is_op(std::string_view op) const { return type == Tok::kOp && text == op; }
   bool is_name(std::string_view name) const { return type == Tok::kName && text == name; }
 };
 
-// Tokenizes `source`; throws TemplateError (kSyntax, with the line) on lexical errors.
-// The result always ends with a kEof token.
+// Tokenizes `source`. Like Jinja's lazy token stream, a lexical error does not fail the
+// whole template up front: the tokens before it are returned followed by a kError token, and
+// the parser raises the error only if it reads that far. The result always ends with kEof.
 std::vector<Token> tokenize(std::string_view source);
 
 // Human-readable token description for error messages ("end of statement block", "'x'").

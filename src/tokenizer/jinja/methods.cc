@@ -91,9 +91,15 @@ int64_t opt_int(const std::optional<Value>& v, int64_t dflt, std::string_view wh
   return v->get_int();
 }
 
-const std::string& need_str(const std::optional<Value>& v, std::string_view what) {
+const std::string& need_str(const std::optional<Value>& v, std::string_view what,
+                            int position = 0) {
   if (!v) fail("{}() missing required argument", what);
-  if (!v->is_string()) fail("{}() argument must be str, not {}", what, v->type_name());
+  if (!v->is_string()) {
+    if (position > 0) {
+      fail("{}() argument {} must be str, not {}", what, position, v->type_name());
+    }
+    fail("{}() argument must be str, not {}", what, v->type_name());
+  }
   return v->str();
 }
 
@@ -157,6 +163,9 @@ Value str_method(Interp& in, const std::string& s, std::string_view name, Args& 
   }
   if (name == "split" || name == "rsplit") {
     const auto a = bind({"sep", "maxsplit"});
+    if (a[0] && !a[0]->is_none() && !a[0]->is_string()) {
+      fail("must be str or None, not {}", a[0]->type_name());
+    }
     const std::string* sep = opt_str(a[0], "split");
     if (sep != nullptr && sep->empty()) fail("empty separator");
     const int64_t maxsplit = opt_int(a[1], -1, "maxsplit");
@@ -211,9 +220,13 @@ Value str_method(Interp& in, const std::string& s, std::string_view name, Args& 
     return Value::integer(r);
   }
   if (name == "replace") {
+    if (!args.keywords.empty()) fail("replace() takes no keyword arguments");
+    if (args.positional.size() < 2) {
+      fail("replace expected at least 2 arguments, got {}", args.positional.size());
+    }
     const auto a = bind({"old", "new", "count"});
-    const std::string& old = need_str(a[0], "replace");
-    const std::string& repl = need_str(a[1], "replace");
+    const std::string& old = need_str(a[0], "replace", 1);
+    const std::string& repl = need_str(a[1], "replace", 2);
     const int64_t count = opt_int(a[2], -1, "count");
     if (!old.empty()) {
       const int64_t hits = py_count(s, old);

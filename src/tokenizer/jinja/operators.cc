@@ -143,6 +143,9 @@ bool is_sequence_list(const Value& v) {
 }  // namespace
 
 Value binary_op(Interp& in, std::string_view op, const Value& a, const Value& b) {
+  // str % Undefined formats (an Undefined passes for a mapping); every other operator on an
+  // Undefined raises its message.
+  if (op == "%" && a.is_string() && b.is_undefined()) return percent_format(in, a, b);
   if (a.is_undefined()) fail("{}", a.undefined_message());
   if (b.is_undefined()) fail("{}", b.undefined_message());
   if (a.is_number() && b.is_number()) return number_op(op, a, b);
@@ -188,7 +191,8 @@ Value binary_op(Interp& in, std::string_view op, const Value& a, const Value& b)
   } else if (op == "%" && a.is_string()) {
     return percent_format(in, a, b);
   }
-  fail("unsupported operand type(s) for {}: '{}' and '{}'", op, a.type_name(), b.type_name());
+  fail("unsupported operand type(s) for {}: '{}' and '{}'", op == "**" ? "** or pow()" : op,
+       a.type_name(), b.type_name());
 }
 
 bool contains(Interp& in, const Value& container, const Value& item) {

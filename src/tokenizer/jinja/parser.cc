@@ -16,7 +16,9 @@ using Names = std::vector<std::string_view>;
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, ParsedTemplate& out) : toks_(std::move(tokens)), out_(out) {}
+  Parser(std::vector<Token> tokens, ParsedTemplate& out) : toks_(std::move(tokens)), out_(out) {
+    check_lexer_error(toks_[0]);
+  }
 
   void run() {
     out_.body = subparse(nullptr);
@@ -37,11 +39,22 @@ class Parser {
 
   // ---- token stream
 
+  // A lexical error surfaces when the stream reaches it (as current token or lookahead).
+  static void check_lexer_error(const Token& t) {
+    if (t.type == Tok::kError) {
+      throw TemplateError{static_cast<ErrorKind>(t.error_kind), t.text, t.line};
+    }
+  }
   const Token& cur() const { return toks_[pos_]; }
-  const Token& look() const { return toks_[std::min(pos_ + 1, toks_.size() - 1)]; }
+  const Token& look() const {
+    const Token& t = toks_[std::min(pos_ + 1, toks_.size() - 1)];
+    check_lexer_error(t);
+    return t;
+  }
   const Token& next() {
     const Token& t = toks_[pos_];
     if (pos_ + 1 < toks_.size()) ++pos_;
+    check_lexer_error(toks_[pos_]);
     return t;
   }
   bool skip_op(std::string_view op) {
@@ -747,6 +760,10 @@ class Parser {
     if (args.size() == 1) {
       e->b = std::move(args[0]);
     } else {
+      // x[a:b, c] compiles to Python's "(a:b, c)", a syntax error.
+      for (const auto& arg : args) {
+        if (arg->kind == ExprKind::kSlice) error(arg->line, "invalid syntax");
+      }
       auto tuple = make(ExprKind::kTuple, t.line);
       tuple->items = std::move(args);
       e->b = finish(std::move(tuple));

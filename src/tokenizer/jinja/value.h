@@ -141,6 +141,9 @@ struct ListData {
   uint32_t depth = 1;
   // Generators are single-use: items before `consumed` are gone.
   mutable size_t consumed = 0;
+  // Generators from Jinja's lazy filters: the error their computation hit, raised when the
+  // generator is consumed (Python raises it then, and never if it is not).
+  std::shared_ptr<const TemplateError> error;
 };
 
 // Insertion-ordered dict. Keys follow Python hashing: 1, 1.0 and True are the same key.

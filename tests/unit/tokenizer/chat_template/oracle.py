@@ -6,13 +6,15 @@ generation tracker]), the tojson override (json.dumps, ensure_ascii=False), rais
 strftime_now.
 
 Usage: oracle.py IN.json OUT.json
-IN is a JSON array of cases {"template": str, "context": {...}, "now": optional unix seconds}.
+IN is a JSON array of cases {"template": str, "context": {...}, "now": optional unix seconds,
+"timeout": optional seconds (then a slow render reports kind "timeout")}.
 The context holds every template variable (messages, tools, add_generation_prompt, ...), loaded
 with insertion order preserved. OUT is a JSON array, one entry per case:
   {"ok": true, "output": str}
-  {"ok": false, "kind": "syntax" | "raise" | "error", "message": str}
+  {"ok": false, "kind": "syntax" | "raise" | "error" | "timeout", "message": str}
 """
 import json
+import signal
 import sys
 from datetime import datetime
 
@@ -24,6 +26,14 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 class RaisedByTemplate(jinja2.exceptions.TemplateError):
     pass
+
+
+class Timeout(BaseException):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise Timeout()
 
 
 class GenerationTag(jinja2.ext.Extension):
@@ -67,12 +77,21 @@ def render(case):
         return {"ok": False, "kind": "syntax", "message": str(e.message), "line": e.lineno}
     except Exception as e:  # noqa: BLE001 - any compile failure counts as a syntax error
         return {"ok": False, "kind": "syntax", "message": f"{type(e).__name__}: {e}"}
+    timeout = case.get("timeout")
+    if timeout:
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.alarm(int(timeout))
     try:
         return {"ok": True, "output": template.render(**case.get("context", {}))}
+    except Timeout:
+        return {"ok": False, "kind": "timeout", "message": "timeout"}
     except RaisedByTemplate as e:
         return {"ok": False, "kind": "raise", "message": str(e.message)}
     except Exception as e:  # noqa: BLE001
         return {"ok": False, "kind": "error", "message": f"{type(e).__name__}: {e}"}
+    finally:
+        if timeout:
+            signal.alarm(0)
 
 
 def main():

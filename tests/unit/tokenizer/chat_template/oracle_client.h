@@ -25,12 +25,13 @@ struct Case {
   std::string eos_token = "</s>";
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   int64_t now = 1721995200;  // 2024-07-26 12:00 UTC, fed to strftime_now on both sides
+  int timeout_seconds = 0;   // oracle render time limit (0: none)
 };
 
 struct OracleResult {
   bool ok = false;
   std::string output;
-  std::string kind;  // syntax | raise | error (when !ok)
+  std::string kind;  // syntax | raise | error | timeout (when !ok)
   std::string message;
   int line = 0;  // syntax errors: the line jinja2 reports
 };
