@@ -1,0 +1,192 @@
+#include "server/openai_response.h"
+
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace pagoda::server {
+
+using nlohmann::json;
+
+namespace {
+
+// JSON has no -inf; OpenAI-compatible servers report an impossible token as -9999.
+double finite_logprob(float lp) {
+  if (!std::isfinite(lp)) return -9999.0;
+  return std::max(static_cast<double>(lp), -9999.0);
+}
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (const unsigned char c : s)
+    b.push_back(static_cast<int>(c));
+  return b;
+}
+
+json chat_logprob_entry(int32_t token, float logprob, const TokenText& token_text) {
+  const std::string text = token_text(token);
+  return json{{"token", text}, {"logprob", finite_logprob(logprob)}, {"bytes", bytes_of(text)}};
+}
+
+json chat_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& token_text) {
+  json content = json::array();
+  for (const TokenLogprobs& lp : lps) {
+    json entry = chat_logprob_entry(lp.token, lp.logprob, token_text);
+    json top = json::array();
+    for (const auto& [id, l] : lp.top)
+      top.push_back(chat_logprob_entry(id, l, token_text));
+    entry["top_logprobs"] = std::move(top);
+    content.push_back(std::move(entry));
+  }
+  return json{{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(const std::vector<TokenLogprobs>& lps, int64_t text_offset,
+                         const TokenText& token_text) {
+  json tokens = json::array();
+  json token_logprobs = json::array();
+  json top_logprobs = json::array();
+  json offsets = json::array();
+  int64_t offset = text_offset;
+  for (const TokenLogprobs& lp : lps) {
+    const std::string text = token_text(lp.token);
+    tokens.push_back(text);
+    token_logprobs.push_back(finite_logprob(lp.logprob));
+    json top = json::object();
+    for (const auto& [id, l] : lp.top)
+      top[token_text(id)] = finite_logprob(l);
+    top_logprobs.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(text.size());
+  }
+  return json{{"tokens", std::move(tokens)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"top_logprobs", std::move(top_logprobs)},
+              {"text_offset", std::move(offsets)}};
+}
+
+json usage_json(const UsageTotals& u) {
+  return json{{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+json finish_json(FinishReason reason) {
+  const char* name = finish_reason_name(reason);
+  return name ? json(name) : json(nullptr);
+}
+
+json stop_reason_json(std::string_view stop_reason, std::optional<int32_t> stop_token_id,
+                      FinishReason reason) {
+  if (reason != FinishReason::kStop) return nullptr;
+  if (!stop_reason.empty()) return std::string(stop_reason);
+  if (stop_token_id) return *stop_token_id;
+  return nullptr;
+}
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+    case FinishReason::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+std::string make_response_id(std::string_view prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());
+}
+
+std::string full_response_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                               const UsageTotals& usage, const TokenText& token_text) {
+  json out_choices = json::array();
+  const bool chat = meta.endpoint == Endpoint::kChat;
+  for (const ChoiceResult& c : choices) {
+    json choice = {
+        {"index", c.index},
+        {"finish_reason", finish_json(c.finish_reason)},
+        {"stop_reason", stop_reason_json(c.stop_reason, c.stop_token_id, c.finish_reason)}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      choice["logprobs"] = meta.logprobs ? chat_logprobs(c.logprobs, token_text) : json(nullptr);
+    } else {
+      choice["text"] = c.text;
+      choice["logprobs"] =
+          meta.logprobs ? completion_logprobs(c.logprobs, 0, token_text) : json(nullptr);
+    }
+    out_choices.push_back(std::move(choice));
+  }
+  json j = {{"id", meta.id},
+            {"object", chat ? "chat.completion" : "text_completion"},
+            {"created", meta.created},
+            {"model", meta.model},
+            {"choices", std::move(out_choices)},
+            {"usage", usage_json(usage)}};
+  return dump(j);
+}
+
+std::string chunk_json(const ResponseMeta& meta, const ChunkParts& p, const TokenText& token_text) {
+  const bool chat = meta.endpoint == Endpoint::kChat;
+  json choice = {{"index", p.index}, {"finish_reason", finish_json(p.finish_reason)}};
+  if (p.finish_reason != FinishReason::kNone) {
+    choice["stop_reason"] = stop_reason_json(p.stop_reason, p.stop_token_id, p.finish_reason);
+  }
+  const bool has_logprobs = meta.logprobs && p.logprobs != nullptr && !p.logprobs->empty();
+  if (chat) {
+    json delta = json::object();
+    if (p.role) delta["role"] = "assistant";
+    if (p.role || !p.text.empty()) delta["content"] = std::string(p.text);
+    choice["delta"] = std::move(delta);
+    choice["logprobs"] = has_logprobs ? chat_logprobs(*p.logprobs, token_text) : json(nullptr);
+  } else {
+    choice["text"] = std::string(p.text);
+    choice["logprobs"] =
+        has_logprobs ? completion_logprobs(*p.logprobs, p.text_offset, token_text) : json(nullptr);
+  }
+  json j = {{"id", meta.id},
+            {"object", chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", meta.created},
+            {"model", meta.model},
+            {"choices", json::array({std::move(choice)})}};
+  if (p.usage_null) j["usage"] = nullptr;
+  return dump(j);
+}
+
+std::string usage_chunk_json(const ResponseMeta& meta, const UsageTotals& usage) {
+  const bool chat = meta.endpoint == Endpoint::kChat;
+  json j = {{"id", meta.id},
+            {"object", chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", meta.created},
+            {"model", meta.model},
+            {"choices", json::array()},
+            {"usage", usage_json(usage)}};
+  return dump(j);
+}
+
+std::string sse_event(std::string_view payload) {
+  std::string s;
+  s.reserve(payload.size() + 8);
+  s += "data: ";
+  s += payload;
+  s += "\n\n";
+  return s;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,79 @@
+// The JSON the OpenAI SDKs parse: chat.completion / text_completion objects, their streamed
+// chunks (chat.completion.chunk / text_completion), usage, logprobs in the chat shape
+// ({"content": [{token, logprob, bytes, top_logprobs}]}) and the completions shape ({tokens,
+// token_logprobs, top_logprobs, text_offset}). Pure functions: the caller accumulates.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pagoda/engine.h"
+#include "server/openai_request.h"
+
+namespace pagoda::server {
+
+// Decodes one token id to its text (for logprobs).
+using TokenText = std::function<std::string(int32_t)>;
+
+struct ResponseMeta {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string id;  // chatcmpl-... / cmpl-...
+  int64_t created = 0;
+  std::string model;
+  bool logprobs = false;
+};
+
+// One finished choice of a non-streamed response.
+struct ChoiceResult {
+  int32_t index = 0;
+  std::string text;
+  std::vector<TokenLogprobs> logprobs;  // one per generated token when requested
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string stop_reason;
+  std::optional<int32_t> stop_token_id;
+};
+
+struct UsageTotals {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+
+// "stop", "length", "abort", "error" (null for kNone).
+const char* finish_reason_name(FinishReason reason);
+
+// A random id with the given prefix ("chatcmpl-" + 32 hex digits).
+std::string make_response_id(std::string_view prefix);
+
+// The whole non-streamed response object.
+std::string full_response_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                               const UsageTotals& usage, const TokenText& token_text);
+
+// One streamed chunk for choice `index`: optional role (chat's first chunk), text delta,
+// logprobs of the delta's tokens (text_offset counts from `text_offset`, completions only), and
+// the finish reason on the last chunk. `usage_null` adds "usage": null (include_usage streams).
+struct ChunkParts {
+  int32_t index = 0;
+  bool role = false;
+  std::string_view text;
+  const std::vector<TokenLogprobs>* logprobs = nullptr;
+  int64_t text_offset = 0;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string_view stop_reason;
+  std::optional<int32_t> stop_token_id;
+  bool usage_null = false;
+};
+std::string chunk_json(const ResponseMeta& meta, const ChunkParts& parts,
+                       const TokenText& token_text);
+
+// The final include_usage chunk: "choices": [] and the usage.
+std::string usage_chunk_json(const ResponseMeta& meta, const UsageTotals& usage);
+
+// An SSE event: "data: <payload>\n\n".
+std::string sse_event(std::string_view payload);
+
+}  // namespace pagoda::server

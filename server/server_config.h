@@ -1,0 +1,55 @@
+// ServerConfig: everything `pagoda serve` decides about HTTP (address, auth, limits, timeouts,
+// admission) as opposed to the engine (EngineConfig). Defaults are production-safe: every limit
+// is finite, every wait has a timeout.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace pagoda::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  // 0: an ephemeral port (logged as "listening on http://host:port")
+  int32_t io_threads = 2;
+
+  // Bearer token required on every route but GET /health and GET /metrics; "" = no auth.
+  std::string api_key;
+
+  // Admission. max_queue is the engine's waiting-queue bound (429 beyond it); a request that
+  // has produced no token within queue_timeout is aborted with 429 (0 = no timeout).
+  std::chrono::milliseconds queue_timeout{0};
+  // SIGTERM: running requests get this long to finish, then are aborted.
+  std::chrono::milliseconds drain_timeout{30000};
+  int32_t retry_after_seconds = 1;  // the Retry-After header of 429 / 503
+
+  // Request size limits (bytes). A Content-Length over max_body_bytes is refused (413) before
+  // the body is read; chunked bodies are cut off at the limit.
+  uint64_t max_body_bytes = 16ull << 20;
+  uint32_t max_header_bytes = 64u << 10;  // request line + headers (431 beyond)
+  uint32_t max_uri_bytes = 8u << 10;      // request target (414 beyond)
+  int32_t max_connections = 4096;         // beyond: 503 and close
+
+  // Timeouts. keep_alive: a connection must deliver the next request's header within this;
+  // read: the body within this after the header; write: each write (a client that stops
+  // reading is cut off).
+  std::chrono::milliseconds keep_alive_timeout{30000};
+  std::chrono::milliseconds read_timeout{60000};
+  std::chrono::milliseconds write_timeout{30000};
+  // Per-connection bytes queued for a client that reads slower than we generate; beyond it
+  // the request is aborted and the connection closed.
+  uint64_t max_write_buffer_bytes = 4ull << 20;
+
+  // Request caps (400 beyond, naming the field).
+  int32_t max_n = 16;
+  int32_t max_logprobs = 20;
+  int32_t max_stop_strings = 64;
+  int32_t max_stop_string_bytes = 1024;
+  int32_t max_stop_token_ids = 256;
+  int32_t max_logit_bias = 1024;
+  int32_t max_batch_prompts = 64;  // prompts in one /v1/completions request
+  int32_t max_json_depth = 64;
+};
+
+}  // namespace pagoda::server

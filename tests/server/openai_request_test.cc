@@ -1,0 +1,345 @@
+// Request parsing and validation (server/openai_request.h), the Status -> HTTP mapping and the
+// response shapes, against a FakeEngine (tokens = bytes + 3, context 256, vocab 259).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/fake_engine.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/router.h"
+
+namespace pagoda::server {
+namespace {
+
+using nlohmann::json;
+
+class RequestTest : public ::testing::Test {
+ protected:
+  std::optional<ApiError> chat(const json& body, GenerationSpec& spec) {
+    return parse_generation_request(body.dump(), Endpoint::kChat, engine_, cfg_, spec);
+  }
+  std::optional<ApiError> completion(const json& body, GenerationSpec& spec) {
+    return parse_generation_request(body.dump(), Endpoint::kCompletion, engine_, cfg_, spec);
+  }
+  // The param of the 400 that `body` gets, or "<ok>".
+  std::string rejected_param(const json& body, Endpoint e = Endpoint::kChat) {
+    GenerationSpec spec;
+    auto err = parse_generation_request(body.dump(), e, engine_, cfg_, spec);
+    if (!err) return "<ok>";
+    EXPECT_EQ(err->status, 400) << err->message;
+    return err->param;
+  }
+  json base() { return json{{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}}; }
+
+  pagoda::testing::FakeEngine engine_;
+  ServerConfig cfg_;
+};
+
+TEST_F(RequestTest, ChatDefaultsAndPrompt) {
+  GenerationSpec spec;
+  ASSERT_FALSE(chat(base(), spec));
+  ASSERT_EQ(spec.prompts.size(), 1u);
+  // The fake template is the normalised messages JSON + "\nassistant:"; chat adds no BOS.
+  const std::string expected_text =
+      json::array({{{"role", "user"}, {"content", "hi"}}}).dump() + "\nassistant:";
+  EXPECT_EQ(spec.prompts[0].text, expected_text);
+  EXPECT_EQ(spec.prompts[0].tokens.size(), expected_text.size());
+  EXPECT_EQ(spec.prompts[0].tokens[0], static_cast<int32_t>('[') + 3);
+  // No max_tokens: the rest of the context.
+  EXPECT_EQ(spec.stop.max_tokens, 256 - static_cast<int32_t>(expected_text.size()));
+  EXPECT_EQ(spec.n, 1);
+  EXPECT_FALSE(spec.stream);
+  EXPECT_EQ(spec.sampling.logprobs, -1);
+}
+
+TEST_F(RequestTest, ContentPartsAreJoined) {
+  json body = base();
+  body["messages"][0]["content"] =
+      json::array({{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}});
+  GenerationSpec spec;
+  ASSERT_FALSE(chat(body, spec));
+  EXPECT_NE(spec.prompts[0].text.find("\"a\\nb\""), std::string::npos) << spec.prompts[0].text;
+  body["messages"][0]["content"] = json::array({{{"type", "image_url"}, {"image_url", "x"}}});
+  EXPECT_EQ(rejected_param(body), "messages[0].content");
+}
+
+TEST_F(RequestTest, CompletionPromptShapes) {
+  GenerationSpec spec;
+  ASSERT_FALSE(completion({{"prompt", "ab"}}, spec));
+  ASSERT_EQ(spec.prompts.size(), 1u);
+  EXPECT_EQ(spec.prompts[0].tokens, (std::vector<int32_t>{1, 'a' + 3, 'b' + 3}));  // BOS added
+  EXPECT_EQ(spec.stop.max_tokens, 16);  // OpenAI's completions default
+
+  ASSERT_FALSE(completion({{"prompt", {5, 6, 7}}}, spec));
+  EXPECT_EQ(spec.prompts[0].tokens, (std::vector<int32_t>{5, 6, 7}));
+
+  ASSERT_FALSE(completion({{"prompt", {"x", "yz"}}, {"n", 2}}, spec));
+  EXPECT_EQ(spec.prompts.size(), 2u);
+  EXPECT_EQ(spec.n, 2);
+
+  ASSERT_FALSE(completion({{"prompt", {{5, 6}, {7}}}}, spec));
+  EXPECT_EQ(spec.prompts[1].tokens, (std::vector<int32_t>{7}));
+
+  ASSERT_FALSE(completion({{"prompt", "ab"}, {"add_special_tokens", false}}, spec));
+  EXPECT_EQ(spec.prompts[0].tokens.size(), 2u);
+}
+
+TEST_F(RequestTest, SamplingFieldsReachTheEngine) {
+  json body = base();
+  body.update({{"temperature", 0.5},
+               {"top_p", 0.9},
+               {"top_k", 40},
+               {"min_p", 0.05},
+               {"presence_penalty", 0.1},
+               {"frequency_penalty", -0.2},
+               {"repetition_penalty", 1.1},
+               {"seed", 7},
+               {"logit_bias", {{"10", 5}, {"11", -100}}},
+               {"stop", {"x", "yy"}},
+               {"stop_token_ids", {4, 5}},
+               {"max_completion_tokens", 9},
+               {"max_tokens", 3},
+               {"ignore_eos", true},
+               {"logprobs", true},
+               {"top_logprobs", 4},
+               {"n", 3},
+               {"stream", true},
+               {"stream_options", {{"include_usage", true}}},
+               {"priority", -2},
+               {"user", "ignored"},
+               {"unknown_field", {1, 2, 3}}});
+  GenerationSpec spec;
+  ASSERT_FALSE(chat(body, spec));
+  EXPECT_FLOAT_EQ(spec.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(spec.sampling.top_p, 0.9f);
+  EXPECT_EQ(spec.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(spec.sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(spec.sampling.presence_penalty, 0.1f);
+  EXPECT_FLOAT_EQ(spec.sampling.frequency_penalty, -0.2f);
+  EXPECT_FLOAT_EQ(spec.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(spec.sampling.seed, 7u);
+  ASSERT_EQ(spec.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(spec.stop.stop_strings, (std::vector<std::string>{"x", "yy"}));
+  EXPECT_EQ(spec.stop.stop_token_ids, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(spec.stop.max_tokens, 9);  // max_completion_tokens wins over max_tokens
+  EXPECT_TRUE(spec.stop.ignore_eos);
+  EXPECT_EQ(spec.sampling.logprobs, 4);
+  EXPECT_EQ(spec.n, 3);
+  EXPECT_TRUE(spec.stream);
+  EXPECT_TRUE(spec.include_usage);
+  EXPECT_EQ(spec.priority, -2);
+
+  GenerationSpec s2;
+  ASSERT_FALSE(completion({{"prompt", "a"}, {"logprobs", 0}}, s2));
+  EXPECT_EQ(s2.sampling.logprobs, 0);
+  ASSERT_FALSE(completion({{"prompt", "a"}, {"seed", -1}}, s2));
+  EXPECT_EQ(s2.sampling.seed, UINT64_MAX);
+  ASSERT_FALSE(completion({{"prompt", "a"}, {"temperature", nullptr}, {"n", 2.0}}, s2));
+  EXPECT_EQ(s2.n, 2);
+}
+
+TEST_F(RequestTest, InvalidFieldsNameTheParam) {
+  const auto with = [&](const char* key, json value) {
+    json b = base();
+    b[key] = std::move(value);
+    return rejected_param(b);
+  };
+  EXPECT_EQ(with("temperature", -0.1), "temperature");
+  EXPECT_EQ(with("temperature", "hot"), "temperature");
+  EXPECT_EQ(with("temperature", 1e300), "temperature");
+  EXPECT_EQ(with("top_p", 0), "top_p");
+  EXPECT_EQ(with("top_p", 1.5), "top_p");
+  EXPECT_EQ(with("top_k", -2), "top_k");
+  EXPECT_EQ(with("min_p", 2), "min_p");
+  EXPECT_EQ(with("presence_penalty", 3), "presence_penalty");
+  EXPECT_EQ(with("frequency_penalty", true), "frequency_penalty");
+  EXPECT_EQ(with("repetition_penalty", 0), "repetition_penalty");
+  EXPECT_EQ(with("n", 0), "n");
+  EXPECT_EQ(with("n", 17), "n");
+  EXPECT_EQ(with("n", 1.5), "n");
+  EXPECT_EQ(with("n", "2"), "n");
+  EXPECT_EQ(with("max_tokens", 0), "max_tokens");
+  EXPECT_EQ(with("max_tokens", 1000000), "max_tokens");
+  EXPECT_EQ(with("max_tokens", 1e30), "max_tokens");
+  EXPECT_EQ(with("max_completion_tokens", -5), "max_completion_tokens");
+  EXPECT_EQ(with("logprobs", 1), "logprobs");
+  EXPECT_EQ(with("seed", 1.5), "seed");
+  EXPECT_EQ(with("stop", 5), "stop");
+  EXPECT_EQ(with("stop", json::array({""})), "stop");
+  EXPECT_EQ(with("stop", json::array({1})), "stop");
+  EXPECT_EQ(with("stop", std::string(2000, 'x')), "stop");
+  EXPECT_EQ(with("stop", json(std::vector<std::string>(10000, "x"))), "stop");
+  EXPECT_EQ(with("stop_token_ids", json::array({259})), "stop_token_ids");
+  EXPECT_EQ(with("logit_bias", json::array()), "logit_bias");
+  EXPECT_EQ(with("logit_bias", {{"abc", 1}}), "logit_bias");
+  EXPECT_EQ(with("logit_bias", {{"-1", 1}}), "logit_bias");
+  EXPECT_EQ(with("logit_bias", {{"5", 101}}), "logit_bias");
+  EXPECT_EQ(with("stream", "yes"), "stream");
+  EXPECT_EQ(with("stream_options", 1), "stream_options");
+  EXPECT_EQ(with("messages", json::array()), "messages");
+  EXPECT_EQ(with("messages", "hi"), "messages");
+  EXPECT_EQ(with("messages", json::array({{{"content", "x"}}})), "messages[0].role");
+  EXPECT_EQ(with("messages", json::array({5})), "messages[0]");
+  EXPECT_EQ(with("response_format", {{"type", "json_object"}}), "response_format");
+  EXPECT_EQ(with("tool_choice", "required"), "<ok>");  // only checked with tools
+  {
+    json b = base();
+    b["tools"] = json::array({{{"type", "function"}}});
+    b["tool_choice"] = "required";
+    EXPECT_EQ(rejected_param(b), "tool_choice");
+  }
+  {
+    json b = base();
+    b["top_logprobs"] = 2;  // without logprobs: true
+    EXPECT_EQ(rejected_param(b), "top_logprobs");
+    b["logprobs"] = true;
+    b["top_logprobs"] = 21;
+    EXPECT_EQ(rejected_param(b), "top_logprobs");
+  }
+  EXPECT_EQ(rejected_param({{"prompt", ""}}, Endpoint::kCompletion), "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", json::array()}}, Endpoint::kCompletion), "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", {1, 259}}}, Endpoint::kCompletion), "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", {1, -1}}}, Endpoint::kCompletion), "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", {"a", 5}}}, Endpoint::kCompletion), "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", json::array({json::array()})}}, Endpoint::kCompletion),
+            "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", std::string(300, 'a')}}, Endpoint::kCompletion), "prompt");
+  EXPECT_EQ(rejected_param({{"prompt", "a"}, {"logprobs", 21}}, Endpoint::kCompletion), "logprobs");
+  EXPECT_EQ(rejected_param({{"prompt", "a"}, {"logprobs", true}}, Endpoint::kCompletion),
+            "logprobs");
+  EXPECT_EQ(rejected_param({{"prompt", "a"}, {"suffix", "z"}}, Endpoint::kCompletion), "suffix");
+  EXPECT_EQ(rejected_param(json::object(), Endpoint::kCompletion), "prompt");
+}
+
+TEST_F(RequestTest, ContextOverflowNamesMaxTokens) {
+  // 250 prompt tokens (with BOS) in a 256 context: max_tokens 6 fits, 7 does not.
+  const std::string prompt(249, 'a');
+  GenerationSpec spec;
+  ASSERT_FALSE(completion({{"prompt", prompt}, {"max_tokens", 6}}, spec));
+  EXPECT_EQ(rejected_param({{"prompt", prompt}, {"max_tokens", 7}}, Endpoint::kCompletion),
+            "max_tokens");
+  // Without max_tokens the default is clipped to the room left.
+  ASSERT_FALSE(completion({{"prompt", prompt}}, spec));
+  EXPECT_EQ(spec.stop.max_tokens, 6);
+}
+
+TEST_F(RequestTest, UnknownModelIs404) {
+  GenerationSpec spec;
+  json b = base();
+  b["model"] = "other";
+  auto err = chat(b, spec);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->status, 404);
+  EXPECT_EQ(err->param, "model");
+  b["model"] = "fake-model";
+  EXPECT_FALSE(chat(b, spec));
+}
+
+TEST_F(RequestTest, MalformedBodies) {
+  for (const std::string& body : std::vector<std::string>{
+           "", "{", "{\"messages\": [", "[1,2]", "null", "\"x\"", "{\"temperature\": NaN}",
+           "{\"a\":1,}", std::string(100, '[') + std::string(100, ']')}) {
+    GenerationSpec spec;
+    auto err = parse_generation_request(body, Endpoint::kChat, engine_, cfg_, spec);
+    ASSERT_TRUE(err) << body;
+    EXPECT_EQ(err->status, 400) << body;
+    EXPECT_TRUE(err->param.empty()) << body;
+  }
+}
+
+TEST(JsonDepth, CountsBracketsOutsideStrings) {
+  EXPECT_EQ(json_nesting_depth("{}", 10), 1);
+  EXPECT_EQ(json_nesting_depth("{\"a\":[[1],{\"b\":2}]}", 10), 3);
+  EXPECT_EQ(json_nesting_depth("{\"a\":\"[[[[\\\"[[\"}", 10), 1);
+  EXPECT_EQ(json_nesting_depth("1", 10), 0);
+  EXPECT_GT(json_nesting_depth(std::string(1000000, '['), 64), 64);
+}
+
+TEST(ConstantTimeEqual, ComparesWholeStrings) {
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abd", "abc"));
+  EXPECT_FALSE(constant_time_equal("ab", "abc"));
+  EXPECT_FALSE(constant_time_equal("abcd", "abc"));
+  EXPECT_FALSE(constant_time_equal("", "abc"));
+  EXPECT_TRUE(constant_time_equal("", ""));
+}
+
+TEST(ApiErrorMapping, StatusCodesToHttp) {
+  const auto status_of = [](StatusCode c) { return from_status(Status(c, "m")).status; };
+  EXPECT_EQ(status_of(StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(status_of(StatusCode::kOutOfRange), 400);
+  EXPECT_EQ(status_of(StatusCode::kUnimplemented), 400);
+  EXPECT_EQ(status_of(StatusCode::kNotFound), 404);
+  EXPECT_EQ(status_of(StatusCode::kResourceExhausted), 429);
+  EXPECT_EQ(status_of(StatusCode::kDeadlineExceeded), 429);
+  EXPECT_EQ(status_of(StatusCode::kFailedPrecondition), 503);
+  EXPECT_EQ(status_of(StatusCode::kUnavailable), 503);
+  EXPECT_EQ(status_of(StatusCode::kInternal), 500);
+  EXPECT_EQ(status_of(StatusCode::kIo), 500);
+  EXPECT_GT(from_status(resource_exhausted("full")).retry_after_seconds, 0);
+
+  const json body = json::parse(from_status(invalid_argument("bad"), "temperature").body());
+  EXPECT_EQ(body["error"]["message"], "bad");
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(body["error"]["param"], "temperature");
+  EXPECT_EQ(body["error"]["code"], 400);
+  const json none = json::parse(unauthorized().body());
+  EXPECT_TRUE(none["error"]["param"].is_null());
+}
+
+TEST(ResponseShapes, ChatAndCompletionObjects) {
+  ResponseMeta meta;
+  meta.endpoint = Endpoint::kChat;
+  meta.id = make_response_id("chatcmpl-");
+  meta.created = 42;
+  meta.model = "m";
+  meta.logprobs = true;
+  ChoiceResult c;
+  c.text = "hé";
+  c.finish_reason = FinishReason::kStop;
+  c.stop_reason = "!";
+  TokenLogprobs lp;
+  lp.token = 7;
+  lp.logprob = -std::numeric_limits<float>::infinity();
+  lp.top = {{7, -0.25f}};
+  c.logprobs = {lp};
+  UsageTotals u{5, 1, 2};
+  const TokenText text = [](int32_t id) { return "t" + std::to_string(id); };
+  const json j = json::parse(full_response_json(meta, {c}, u, text));
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(j["id"].get<std::string>().size(), 9u + 32u);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "hé");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(j["choices"][0]["stop_reason"], "!");
+  const json& entry = j["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["token"], "t7");
+  EXPECT_EQ(entry["logprob"], -9999.0);  // -inf is not JSON
+  EXPECT_EQ(entry["bytes"], json::array({'t', '7'}));
+  EXPECT_EQ(entry["top_logprobs"][0]["logprob"], -0.25);
+  EXPECT_EQ(j["usage"]["total_tokens"], 6);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+
+  meta.endpoint = Endpoint::kCompletion;
+  ChunkParts p;
+  p.index = 1;
+  p.text = "ab";
+  p.logprobs = &c.logprobs;
+  p.text_offset = 10;
+  p.usage_null = true;
+  const json chunk = json::parse(chunk_json(meta, p, text));
+  EXPECT_EQ(chunk["object"], "text_completion");
+  EXPECT_EQ(chunk["choices"][0]["index"], 1);
+  EXPECT_EQ(chunk["choices"][0]["text"], "ab");
+  EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["text_offset"], json::array({10}));
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["top_logprobs"][0]["t7"], -0.25);
+  EXPECT_TRUE(chunk.contains("usage") && chunk["usage"].is_null());
+  EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
+}
+
+}  // namespace
+}  // namespace pagoda::server
