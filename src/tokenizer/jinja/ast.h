@@ -137,8 +137,8 @@ struct Stmt {
   NameId macro_id = 0;
   std::string macro_name;
   std::shared_ptr<Signature> signature;
-  // kMacro / kCallBlock bodies are shared with the Macro objects that outlive a statement
-  // only while the template lives.
+  // Macro objects point at their kMacro / kCallBlock statement; they never outlive the
+  // render, and the Template (owner of the AST) outlives every render.
 
   Stmt(StmtKind k, int l) : kind(k), line(l) {}
 };

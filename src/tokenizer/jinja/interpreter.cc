@@ -127,7 +127,7 @@ class MacroObject : public Object {
   }
   bool callable() const override { return true; }
   Value call(Interp& in, Args& args) override {
-    return in.make_string(in.call_macro(*def_, *def_->signature, closure_.lock(), args, nullptr));
+    return in.make_string(in.call_macro(*def_, *def_->signature, closure_.lock(), args));
   }
   std::optional<Value> get_attr(std::string_view name, Interp& in) override {
     const Signature& sig = *def_->signature;
@@ -868,11 +868,11 @@ std::string Interp::run_recursive_loop(const Stmt& loop, const ScopePtr& scope,
 }
 
 std::string Interp::call_macro(const Stmt& def, const Signature& sig, const ScopePtr& closure,
-                               Args& args, const Value* caller) {
+                               Args& args) {
   DepthGuard guard(*this);
   auto scope = std::make_shared<Scope>(closure ? closure : root_);
   const size_t n = sig.params.size();
-  const std::string& name = def.kind == StmtKind::kMacro ? def.macro_name : "caller";
+  const std::string name = def.kind == StmtKind::kMacro ? def.macro_name : "caller";
   const size_t npos = std::min(args.positional.size(), n);
   std::vector<std::optional<Value>> values(n);
   for (size_t i = 0; i < npos; ++i)
@@ -899,8 +899,7 @@ std::string Interp::call_macro(const Stmt& def, const Signature& sig, const Scop
                    sig.param_names.end();
   }
   if (sig.uses_caller && !found_caller) {
-    std::optional<Value> c = pop_kwarg("caller");
-    if (!c && caller != nullptr) c = *caller;
+    const std::optional<Value> c = pop_kwarg("caller");
     if (const auto id = tmpl_.caller_id()) {
       scope->set(*id, c ? *c : Value::undefined("No caller defined"));
     }

@@ -100,8 +100,8 @@ class Interp {
   Value new_namespace(DictData attrs);
 
   // Used by Loop and Macro objects.
-  std::string call_macro(const Stmt& def, const Signature& sig, const ScopePtr& closure, Args& args,
-                         const Value* caller);
+  std::string call_macro(const Stmt& def, const Signature& sig, const ScopePtr& closure,
+                         Args& args);
   std::string run_recursive_loop(const Stmt& loop, const ScopePtr& scope, const Value& iterable,
                                  int depth);
 

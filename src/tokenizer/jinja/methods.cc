@@ -1,6 +1,6 @@
 // Methods of str, list/tuple and dict as the ImmutableSandboxedEnvironment exposes them
-// (mutating list/dict methods are "unsafe"), plus Python's two string formatting mini-
-// languages: "%s" % args and str.format.
+// (mutating list/dict methods are "unsafe"), markupsafe.Markup's escaping overrides of the
+// str methods, and Python-style argument binding for builtins (bind_args).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
