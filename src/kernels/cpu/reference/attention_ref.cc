@@ -4,7 +4,7 @@
 // are fixed here and reproduced by every SIMD path:
 //   q'    = q rounded to the cache type
 //   s_j   = dot8(q', K_j) * scale   (dot8: eight lanes, lane i takes d ≡ i mod 8 with fma, then
-//                                    ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), then the
+//                                    ((l0 + l2) + (l1 + l3)) + ((l4 + l6) + (l5 + l7)), then the
 //                                    tail d in order with fma)
 //   M     = max_j s_j;  e_j = softmax_exp(s_j - M)
 //   L     = four double lanes (lane i takes j ≡ i mod 4), (l0 + l2) + (l1 + l3), then the tail
@@ -68,7 +68,7 @@ float dot8(const float* a, const float* b, int64_t n) {
   for (int64_t k = 0; k < main; ++k)
     lane[k % 8] = std::fma(a[k], b[k], lane[k % 8]);
   float s =
-      ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+      ((lane[0] + lane[2]) + (lane[1] + lane[3])) + ((lane[4] + lane[6]) + (lane[5] + lane[7]));
   for (int64_t k = main; k < n; ++k)
     s = std::fma(a[k], b[k], s);
   return s;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "base/check.h"
@@ -28,6 +29,7 @@ namespace {
 // clang-format off
 #include "kernels/cpu/x86/x86_common.inc"
 #include "kernels/cpu/x86/x86_matmul_q.inc"
+#include "kernels/cpu/x86/x86_matmul_panel.inc"
 #include "kernels/cpu/x86/x86_matmul_f.inc"
 #include "kernels/cpu/x86/x86_attention.inc"
 // clang-format on
