@@ -21,8 +21,10 @@ Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& p
                         trace.prompt_tokens.size(), n_predict,
                         loaded.model->config().context_length);
   }
+  // An f16 KV cache, as llama.cpp uses by default (the peer these traces are compared with).
   PAGODA_ASSIGN_OR_RETURN(SequenceSession session,
-                          SequenceSession::create(*loaded.model, static_cast<int32_t>(total)));
+                          SequenceSession::create(*loaded.model, static_cast<int32_t>(total),
+                                                  tensor::DType::kF16));
   const size_t vocab = static_cast<size_t>(loaded.model->config().vocab_size);
   std::vector<float> logits;
   PAGODA_RETURN_IF_ERROR(session.feed(trace.prompt_tokens, /*all_logits=*/true, logits));
