@@ -18,11 +18,13 @@
 namespace pagoda {
 
 struct EngineConfig {
-  std::string model_path;       // GGUF file or Hugging Face model directory
-  int32_t block_size = 16;      // tokens per KV block
-  uint64_t kv_cache_bytes = 0;  // 0: kv_cache_fraction of available RAM
+  std::string model_path;   // GGUF file or Hugging Face model directory
+  int32_t block_size = 16;  // tokens per KV block
+  // KV cache memory: kv_cache_bytes, or (0) kv_cache_fraction of MemAvailable at startup; never
+  // more blocks than max_num_seqs sequences of max_model_len tokens can use.
+  uint64_t kv_cache_bytes = 0;
   double kv_cache_fraction = 0.25;
-  std::string kv_cache_dtype = "f16";    // f16 | bf16 | q8_0 | f32
+  std::string kv_cache_dtype = "f16";    // f16 | f32 (bf16 | q8_0: not yet in the CPU runner)
   int32_t max_num_seqs = 64;             // running requests per step
   int32_t max_num_batched_tokens = 512;  // tokens computed per step (prefill chunks + decodes)
   int32_t max_model_len = 0;             // 0: the model's context length
@@ -124,7 +126,7 @@ struct EngineStats {
 struct ModelInfo {
   std::string id;  // served model name
   std::string architecture;
-  int32_t context_length = 0;
+  int32_t context_length = 0;  // the max_model_len in effect (prompt + max_tokens limit)
   int32_t vocab_size = 0;
   std::string chat_template;
   std::string bos_token, eos_token;
@@ -132,7 +134,8 @@ struct ModelInfo {
 
 // Receives a request's outputs on the engine thread, in order per sample; the last one of each
 // sample has finished set. Must return quickly (hand the output to another thread or an
-// executor) and must not call shutdown(); calling add_request/abort/stats from it is fine.
+// executor) and must not call shutdown() nor destroy the engine; add_request, abort and stats
+// are fine.
 using OutputCallback = std::function<void(RequestOutput)>;
 
 class Engine {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "tokenizer/utf8.h"
 
 namespace pagoda::engine {
 
@@ -20,6 +21,11 @@ Result<std::shared_ptr<const StopStringSet>> StopStringSet::create(
   size_t total = 0;
   for (size_t i = 0; i < strings.size(); ++i) {
     if (strings[i].empty()) return invalid_argument("stop_strings[{}] is empty", i);
+    // Text is valid UTF-8, so only a valid string can match, and a cut at its start or end then
+    // falls on a character boundary.
+    if (!tokenizer::utf8::is_valid(strings[i])) {
+      return invalid_argument("stop_strings[{}] is not valid UTF-8", i);
+    }
     total += strings[i].size();
     if (total > kMaxTotalBytes) {
       return invalid_argument("stop_strings total more than {} bytes (at stop_strings[{}])",

@@ -29,8 +29,8 @@ class StopStringSet {
   static constexpr size_t kMaxStrings = 65536;
   static constexpr size_t kMaxTotalBytes = 1u << 20;
 
-  // invalid_argument naming stop_strings[i] for an empty string or a limit exceeded. Duplicates
-  // are allowed (the first one is reported).
+  // invalid_argument naming stop_strings[i] for an empty or invalid UTF-8 string, or a limit
+  // exceeded. Duplicates are allowed (the first one is reported).
   static Result<std::shared_ptr<const StopStringSet>> create(std::vector<std::string> strings);
 
   const std::vector<std::string>& strings() const { return strings_; }

@@ -384,10 +384,12 @@ TEST_F(EngineCoreTest, LoopDeathFailsEveryRequestAndIsReported) {
   auto core = start(config(64, 4, 64, 8));
   exec_->throw_call = 2;
   Collector c;
+  exec_->close_gate();  // all three are in before the loop can die
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(
         core->add_request(request("x" + std::to_string(i), prompt(6, i), 10, i + 1), c.callback())
             .ok());
+  exec_->open_gate();
   ASSERT_TRUE(c.wait_finals(6));
   ASSERT_TRUE(core->wait_idle(std::chrono::seconds(60)));
   for (const auto& [key, s] : c.seqs()) {
@@ -520,7 +522,8 @@ TEST_F(EngineCoreTest, StopStringEndsTheSequenceAndFreesItsBlocks) {
   r.stop.stop_strings = {"never-there", stop};
   ASSERT_TRUE(core->add_request(std::move(r), c.callback()).ok());
   expect_idle(*core);
-  const auto& s = c.seqs().at({"stop", 0});
+  const auto seqs = c.seqs();
+  const auto& s = seqs.at({"stop", 0});
   const size_t cut = full.find(stop);
   EXPECT_EQ(s.text, full.substr(0, cut));
   EXPECT_EQ(s.final_output.finish_reason, pagoda::FinishReason::kStop);

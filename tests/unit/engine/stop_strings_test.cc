@@ -95,6 +95,9 @@ TEST(StopStringSet, RejectsEmptyStringsAndNamesThem) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("stop_strings[1]"), std::string::npos);
   EXPECT_TRUE(StopStringSet::create({}).ok());
+  auto bad = StopStringSet::create({"ok", "x\xa9"});  // a lone continuation byte
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stop_strings[1]"), std::string::npos);
 }
 
 TEST(StopStringMatcher, HandPickedCases) {
