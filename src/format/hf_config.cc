@@ -1,0 +1,259 @@
+#include "format/hf_config.h"
+
+#include <set>
+
+#include "base/strict_json.h"
+
+namespace pagoda::format {
+namespace {
+
+using nlohmann::json;
+
+std::string shorten(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() <= 80 ? s : s.substr(0, 80) + "...";
+}
+
+// Typed optional fields of one JSON object; errors name `file` and the field.
+class Fields {
+ public:
+  Fields(const json& obj, std::string_view file, std::string prefix = "")
+      : obj_(obj), file_(file), prefix_(std::move(prefix)) {}
+
+  const json* get(std::string_view key) const {
+    auto it = obj_.find(key);
+    if (it == obj_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  Status wrong(std::string_view key, const json& v, std::string_view want) const {
+    return invalid_argument("{}: {}{} is {}, not {}", file_, prefix_, key, shorten(v), want);
+  }
+
+  Status read(std::string_view key, std::optional<int64_t>& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return Status();
+    if (!v->is_number_integer()) return wrong(key, *v, "an integer");
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return wrong(key, *v, "an integer in range");
+    }
+    out = v->get<int64_t>();
+    return Status();
+  }
+  Status read(std::string_view key, std::optional<double>& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return Status();
+    if (!v->is_number()) return wrong(key, *v, "a number");
+    out = v->get<double>();
+    return Status();
+  }
+  Status read(std::string_view key, std::optional<bool>& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return Status();
+    if (!v->is_boolean()) return wrong(key, *v, "true or false");
+    out = v->get<bool>();
+    return Status();
+  }
+  Status read(std::string_view key, std::optional<std::string>& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return Status();
+    if (!v->is_string()) return wrong(key, *v, "a string");
+    out = v->get<std::string>();
+    return Status();
+  }
+  // An integer or a list of integers.
+  Status read(std::string_view key, std::vector<int64_t>& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return Status();
+    if (v->is_number_integer()) {
+      out.push_back(v->get<int64_t>());
+      return Status();
+    }
+    if (!v->is_array()) return wrong(key, *v, "an integer or a list of integers");
+    for (const json& e : *v) {
+      if (!e.is_number_integer()) return wrong(key, *v, "an integer or a list of integers");
+      out.push_back(e.get<int64_t>());
+    }
+    return Status();
+  }
+  // A token: a string, or an AddedToken dict {"content": ...}.
+  Status read_token(std::string_view key, std::optional<std::string>& out) const {
+    const json* v = get(key);
+    if (v == nullptr) return Status();
+    if (v->is_string()) {
+      out = v->get<std::string>();
+      return Status();
+    }
+    if (v->is_object()) {
+      auto it = v->find("content");
+      if (it != v->end() && it->is_string()) {
+        out = it->get<std::string>();
+        return Status();
+      }
+    }
+    return wrong(key, *v, "a string or an AddedToken with a string \"content\"");
+  }
+
+ private:
+  const json& obj_;
+  std::string_view file_;
+  std::string prefix_;
+};
+
+Result<json> parse_object(std::string_view text, std::string_view file) {
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_strict_json(text, file));
+  if (!root.is_object()) return invalid_argument("{}: not a JSON object", file);
+  return root;
+}
+
+}  // namespace
+
+Result<HfConfig> parse_hf_config(std::string_view text) {
+  constexpr std::string_view kFile = "config.json";
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, kFile));
+  Fields f(root, kFile);
+  HfConfig c;
+  if (const json* a = f.get("architectures")) {
+    if (!a->is_array()) return f.wrong("architectures", *a, "a list of strings");
+    for (const json& e : *a) {
+      if (!e.is_string()) return f.wrong("architectures", *a, "a list of strings");
+      c.architectures.push_back(e.get<std::string>());
+    }
+  }
+  std::optional<std::string> model_type;
+  PAGODA_RETURN_IF_ERROR(f.read("model_type", model_type));
+  c.model_type = model_type.value_or("");
+  PAGODA_RETURN_IF_ERROR(f.read("hidden_size", c.hidden_size));
+  PAGODA_RETURN_IF_ERROR(f.read("intermediate_size", c.intermediate_size));
+  PAGODA_RETURN_IF_ERROR(f.read("num_hidden_layers", c.num_hidden_layers));
+  PAGODA_RETURN_IF_ERROR(f.read("num_attention_heads", c.num_attention_heads));
+  PAGODA_RETURN_IF_ERROR(f.read("num_key_value_heads", c.num_key_value_heads));
+  PAGODA_RETURN_IF_ERROR(f.read("head_dim", c.head_dim));
+  PAGODA_RETURN_IF_ERROR(f.read("vocab_size", c.vocab_size));
+  PAGODA_RETURN_IF_ERROR(f.read("max_position_embeddings", c.max_position_embeddings));
+  PAGODA_RETURN_IF_ERROR(f.read("rms_norm_eps", c.rms_norm_eps));
+  PAGODA_RETURN_IF_ERROR(f.read("rope_theta", c.rope_theta));
+  PAGODA_RETURN_IF_ERROR(f.read("tie_word_embeddings", c.tie_word_embeddings));
+  PAGODA_RETURN_IF_ERROR(f.read("attention_bias", c.attention_bias));
+  PAGODA_RETURN_IF_ERROR(f.read("mlp_bias", c.mlp_bias));
+  PAGODA_RETURN_IF_ERROR(f.read("use_sliding_window", c.use_sliding_window));
+  PAGODA_RETURN_IF_ERROR(f.read("sliding_window", c.sliding_window));
+  PAGODA_RETURN_IF_ERROR(f.read("num_local_experts", c.num_local_experts));
+  PAGODA_RETURN_IF_ERROR(f.read("num_experts_per_tok", c.num_experts_per_tok));
+  PAGODA_RETURN_IF_ERROR(f.read("hidden_act", c.hidden_act));
+  PAGODA_RETURN_IF_ERROR(f.read("torch_dtype", c.torch_dtype));
+  PAGODA_RETURN_IF_ERROR(f.read("_name_or_path", c.name_or_path));
+  PAGODA_RETURN_IF_ERROR(f.read("bos_token_id", c.bos_token_id));
+  PAGODA_RETURN_IF_ERROR(f.read("eos_token_id", c.eos_token_id));
+  if (const json* rs = f.get("rope_scaling")) {
+    if (!rs->is_object()) return f.wrong("rope_scaling", *rs, "an object");
+    Fields r(*rs, kFile, "rope_scaling.");
+    HfRopeScaling s;
+    std::optional<std::string> type, legacy_type;
+    PAGODA_RETURN_IF_ERROR(r.read("rope_type", type));
+    PAGODA_RETURN_IF_ERROR(r.read("type", legacy_type));
+    if (!type && !legacy_type) {
+      return invalid_argument("{}: rope_scaling has neither rope_type nor type", kFile);
+    }
+    s.type = type ? *type : *legacy_type;
+    PAGODA_RETURN_IF_ERROR(r.read("factor", s.factor));
+    PAGODA_RETURN_IF_ERROR(r.read("low_freq_factor", s.low_freq_factor));
+    PAGODA_RETURN_IF_ERROR(r.read("high_freq_factor", s.high_freq_factor));
+    PAGODA_RETURN_IF_ERROR(
+        r.read("original_max_position_embeddings", s.original_max_position_embeddings));
+    c.rope_scaling = std::move(s);
+  }
+  return c;
+}
+
+Result<HfGenerationConfig> parse_hf_generation_config(std::string_view text) {
+  constexpr std::string_view kFile = "generation_config.json";
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, kFile));
+  Fields f(root, kFile);
+  HfGenerationConfig g;
+  PAGODA_RETURN_IF_ERROR(f.read("do_sample", g.do_sample));
+  PAGODA_RETURN_IF_ERROR(f.read("temperature", g.temperature));
+  PAGODA_RETURN_IF_ERROR(f.read("top_p", g.top_p));
+  PAGODA_RETURN_IF_ERROR(f.read("min_p", g.min_p));
+  PAGODA_RETURN_IF_ERROR(f.read("repetition_penalty", g.repetition_penalty));
+  PAGODA_RETURN_IF_ERROR(f.read("top_k", g.top_k));
+  PAGODA_RETURN_IF_ERROR(f.read("max_new_tokens", g.max_new_tokens));
+  PAGODA_RETURN_IF_ERROR(f.read("max_length", g.max_length));
+  PAGODA_RETURN_IF_ERROR(f.read("bos_token_id", g.bos_token_id));
+  PAGODA_RETURN_IF_ERROR(f.read("eos_token_id", g.eos_token_id));
+  PAGODA_RETURN_IF_ERROR(f.read("pad_token_id", g.pad_token_id));
+  return g;
+}
+
+Result<HfTokenizerConfig> parse_hf_tokenizer_config(std::string_view text) {
+  constexpr std::string_view kFile = "tokenizer_config.json";
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, kFile));
+  Fields f(root, kFile);
+  HfTokenizerConfig t;
+  if (const json* ct = f.get("chat_template")) {
+    if (ct->is_string()) {
+      t.chat_template = ct->get<std::string>();
+    } else if (ct->is_array()) {
+      for (size_t i = 0; i < ct->size(); ++i) {
+        const json& e = (*ct)[i];
+        const std::string field = fmt::format("chat_template[{}].", i);
+        if (!e.is_object()) return f.wrong(field, e, "an object {name, template}");
+        Fields ef(e, kFile, field);
+        std::optional<std::string> name, tmpl;
+        PAGODA_RETURN_IF_ERROR(ef.read("name", name));
+        PAGODA_RETURN_IF_ERROR(ef.read("template", tmpl));
+        if (!name || !tmpl) {
+          return invalid_argument("{}: {} needs a string name and template", kFile, field);
+        }
+        t.named_chat_templates.emplace_back(*name, *tmpl);
+      }
+      for (const auto& [name, tmpl] : t.named_chat_templates) {
+        if (name == "default") t.chat_template = tmpl;
+      }
+      if (t.chat_template.empty() && !t.named_chat_templates.empty()) {
+        t.chat_template = t.named_chat_templates.front().second;
+      }
+    } else {
+      return f.wrong("chat_template", *ct, "a string or a list of {name, template}");
+    }
+  }
+  PAGODA_RETURN_IF_ERROR(f.read_token("bos_token", t.bos_token));
+  PAGODA_RETURN_IF_ERROR(f.read_token("eos_token", t.eos_token));
+  PAGODA_RETURN_IF_ERROR(f.read_token("unk_token", t.unk_token));
+  PAGODA_RETURN_IF_ERROR(f.read_token("pad_token", t.pad_token));
+  PAGODA_RETURN_IF_ERROR(f.read("add_bos_token", t.add_bos_token));
+  PAGODA_RETURN_IF_ERROR(f.read("add_eos_token", t.add_eos_token));
+  PAGODA_RETURN_IF_ERROR(f.read("clean_up_tokenization_spaces", t.clean_up_tokenization_spaces));
+  PAGODA_RETURN_IF_ERROR(f.read("add_prefix_space", t.add_prefix_space));
+  PAGODA_RETURN_IF_ERROR(f.read("legacy", t.legacy));
+  PAGODA_RETURN_IF_ERROR(f.read("tokenizer_class", t.tokenizer_class));
+  return t;
+}
+
+Result<HfWeightIndex> parse_hf_weight_index(std::string_view text) {
+  constexpr std::string_view kFile = "model.safetensors.index.json";
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, kFile));
+  Fields f(root, kFile);
+  const json* map = f.get("weight_map");
+  if (map == nullptr) return invalid_argument("{}: no weight_map", kFile);
+  if (!map->is_object()) return f.wrong("weight_map", *map, "an object {tensor: file}");
+  HfWeightIndex index;
+  std::set<std::string> seen;
+  for (const auto& [tensor, file] : map->items()) {
+    if (!file.is_string()) {
+      return invalid_argument("{}: weight_map[\"{}\"] is {}, not a file name", kFile, tensor,
+                              shorten(file));
+    }
+    const std::string& name = file.get_ref<const std::string&>();
+    if (name.empty() || name.front() == '.' || name.find('/') != std::string::npos ||
+        name.find('\\') != std::string::npos || name.find('\0') != std::string::npos) {
+      return invalid_argument("{}: weight_map[\"{}\"] = {} is not a file name in the directory",
+                              kFile, tensor, shorten(file));
+    }
+    seen.insert(name);
+    index.tensor_to_file.emplace(tensor, name);
+  }
+  index.shards.assign(seen.begin(), seen.end());
+  return index;
+}
+
+}  // namespace pagoda::format

@@ -1,0 +1,257 @@
+// Hugging Face JSON files: config.json / generation_config.json / tokenizer_config.json /
+// model.safetensors.index.json parsing, and config.json → ModelConfig, tensor names, Llama-3 RoPE
+// factors (checked against transformers' formula, written independently here).
+#include "format/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/hf/hf_checkpoint.h"
+
+namespace pagoda {
+namespace {
+
+using format::parse_hf_config;
+
+constexpr const char* kLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+  "intermediate_size": 768, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "max_position_embeddings": 2048, "rms_norm_eps": 1e-05,
+  "rope_theta": 10000.0, "vocab_size": 32000, "hidden_act": "silu", "tie_word_embeddings": false,
+  "bos_token_id": 1, "eos_token_id": [2, 7], "rope_scaling": null, "torch_dtype": "float16"})";
+
+TEST(HfConfigTest, ParsesConfigJson) {
+  auto c = parse_hf_config(kLlama);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->architectures, std::vector<std::string>{"LlamaForCausalLM"});
+  EXPECT_EQ(*c->hidden_size, 256);
+  EXPECT_EQ(*c->num_key_value_heads, 2);
+  EXPECT_FALSE(c->head_dim.has_value());
+  EXPECT_FALSE(c->rope_scaling.has_value());  // null = absent
+  EXPECT_EQ(c->eos_token_id, (std::vector<int64_t>{2, 7}));
+  EXPECT_EQ(c->bos_token_id, (std::vector<int64_t>{1}));
+  EXPECT_DOUBLE_EQ(*c->rms_norm_eps, 1e-5);
+}
+
+TEST(HfConfigTest, ConfigErrorsNameTheField) {
+  auto bad = [](const std::string& text) {
+    auto c = parse_hf_config(text);
+    return c.ok() ? std::string("<ok>") : c.status().message();
+  };
+  EXPECT_NE(bad(R"({"hidden_size": "256"})").find("config.json: hidden_size is \"256\""),
+            std::string::npos);
+  EXPECT_NE(bad(R"({"hidden_size": 2.5})").find("hidden_size"), std::string::npos);
+  EXPECT_NE(bad(R"({"eos_token_id": [1, "x"]})").find("eos_token_id"), std::string::npos);
+  EXPECT_NE(bad(R"({"architectures": "Llama"})").find("architectures"), std::string::npos);
+  EXPECT_NE(bad(R"({"rope_scaling": {"factor": 2}})").find("neither rope_type nor type"),
+            std::string::npos);
+  EXPECT_NE(bad(R"({"rope_scaling": {"type": "linear", "factor": "2"}})")
+                .find("rope_scaling.factor"),
+            std::string::npos);
+  EXPECT_NE(bad(R"({"a": 1, "a": 2})").find("duplicate key \"a\""), std::string::npos);
+  EXPECT_NE(bad("[1]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(bad(R"({"hidden_size": 18446744073709551615})").find("hidden_size"),
+            std::string::npos);
+}
+
+TEST(HfConfigTest, GenerationConfig) {
+  auto g = format::parse_hf_generation_config(
+      R"({"do_sample": true, "temperature": 0.6, "top_p": 0.9, "top_k": 50,
+          "repetition_penalty": 1.1, "eos_token_id": [128001, 128009], "pad_token_id": null})");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_TRUE(*g->do_sample);
+  EXPECT_DOUBLE_EQ(*g->temperature, 0.6);
+  EXPECT_EQ(*g->top_k, 50);
+  EXPECT_EQ(g->eos_token_id, (std::vector<int64_t>{128001, 128009}));
+  EXPECT_TRUE(g->pad_token_id.empty());
+  EXPECT_FALSE(format::parse_hf_generation_config(R"({"top_k": "50"})").ok());
+}
+
+TEST(HfConfigTest, TokenizerConfigTokensAndTemplates) {
+  auto t = format::parse_hf_tokenizer_config(R"({
+    "bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},
+    "eos_token": "</s>", "pad_token": null, "add_bos_token": true, "add_eos_token": false,
+    "chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]
+  })");
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(*t->bos_token, "<s>");
+  EXPECT_EQ(*t->eos_token, "</s>");
+  EXPECT_FALSE(t->pad_token.has_value());
+  EXPECT_TRUE(*t->add_bos_token);
+  EXPECT_EQ(t->chat_template, "D");
+  EXPECT_EQ(t->named_chat_templates.size(), 2u);
+  auto first = format::parse_hf_tokenizer_config(
+      R"({"chat_template": [{"name": "rag", "template": "R"}]})");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->chat_template, "R");
+  auto plain = format::parse_hf_tokenizer_config(R"({"chat_template": "{{ x }}"})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->chat_template, "{{ x }}");
+  EXPECT_FALSE(format::parse_hf_tokenizer_config(R"({"chat_template": 3})").ok());
+  EXPECT_FALSE(format::parse_hf_tokenizer_config(R"({"chat_template": [{"name": "x"}]})").ok());
+  EXPECT_FALSE(format::parse_hf_tokenizer_config(R"({"bos_token": {"lstrip": true}})").ok());
+  EXPECT_FALSE(format::parse_hf_tokenizer_config(R"({"add_bos_token": "yes"})").ok());
+}
+
+TEST(HfConfigTest, WeightIndex) {
+  auto idx = format::parse_hf_weight_index(R"({"metadata": {"total_size": 10}, "weight_map": {
+      "b": "model-00002-of-00002.safetensors", "a": "model-00001-of-00002.safetensors",
+      "c": "model-00001-of-00002.safetensors"}})");
+  ASSERT_TRUE(idx.ok()) << idx.status().to_string();
+  EXPECT_EQ(idx->shards, (std::vector<std::string>{"model-00001-of-00002.safetensors",
+                                                   "model-00002-of-00002.safetensors"}));
+  EXPECT_EQ(idx->tensor_to_file.at("b"), "model-00002-of-00002.safetensors");
+  for (const char* bad : {R"({"weight_map": {"a": "../x.safetensors"}})",
+                          R"({"weight_map": {"a": "/etc/passwd"}})",
+                          R"({"weight_map": {"a": ".hidden"}})", R"({"weight_map": {"a": 1}})",
+                          R"({"weight_map": []})", R"({"metadata": {}})"}) {
+    EXPECT_FALSE(format::parse_hf_weight_index(bad).ok()) << bad;
+  }
+}
+
+TEST(HfModelConfigTest, MapsArchitectures) {
+  auto hf = parse_hf_config(kLlama);
+  ASSERT_TRUE(hf.ok());
+  std::string arch;
+  auto c = model::model_config_from_hf(*hf, &arch);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(arch, "LlamaForCausalLM");
+  EXPECT_EQ(c->arch, "llama");
+  EXPECT_EQ(c->rope_style, kernels::RopeStyle::kNeox);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->rope_dims, 64);
+  EXPECT_EQ(c->num_kv_heads, 2);
+  EXPECT_FALSE(c->has_qkv_bias);
+
+  auto q = parse_hf_config(R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "max_position_embeddings": 128, "vocab_size": 100})");
+  ASSERT_TRUE(q.ok());
+  auto qc = model::model_config_from_hf(*q, nullptr);
+  ASSERT_TRUE(qc.ok()) << qc.status().to_string();
+  EXPECT_EQ(qc->arch, "qwen2");
+  EXPECT_TRUE(qc->has_qkv_bias);
+  EXPECT_EQ(qc->num_kv_heads, 4);  // defaults to the head count
+  EXPECT_FLOAT_EQ(qc->rms_norm_eps, 1e-6f);
+
+  auto m = parse_hf_config(R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "head_dim": 32, "max_position_embeddings": 128, "vocab_size": 100,
+      "num_local_experts": 8, "num_experts_per_tok": 2,
+      "rope_scaling": {"type": "linear", "factor": 4.0}})");
+  ASSERT_TRUE(m.ok());
+  auto mc = model::model_config_from_hf(*m, nullptr);
+  ASSERT_TRUE(mc.ok()) << mc.status().to_string();
+  EXPECT_EQ(mc->num_experts, 8);
+  EXPECT_EQ(mc->num_experts_used, 2);
+  EXPECT_EQ(mc->head_dim, 32);
+  EXPECT_EQ(mc->q_dim(), 128);
+  EXPECT_FLOAT_EQ(mc->rope_freq_scale, 0.25f);
+}
+
+TEST(HfModelConfigTest, RejectsWhatItCannotRun) {
+  auto err = [](const std::string& patch) {
+    std::string text = kLlama;
+    text.erase(text.find(", \"rope_scaling\": null"), 22);
+    text.pop_back();  // the closing brace
+    text += ", " + patch + "}";
+    auto hf = parse_hf_config(text);
+    if (!hf.ok()) return hf.status().message();
+    auto c = model::model_config_from_hf(*hf, nullptr);
+    return c.ok() ? std::string("<ok>") : c.status().message();
+  };
+  std::string text = kLlama;
+  text.replace(text.find("LlamaForCausalLM"), 16, "GPT2LMHeadModel");
+  auto gpt = model::model_config_from_hf(*parse_hf_config(text), nullptr);
+  ASSERT_FALSE(gpt.ok());
+  EXPECT_EQ(gpt.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(gpt.status().message().find("GPT2LMHeadModel"), std::string::npos);
+  EXPECT_NE(err(R"("mlp_bias": true)").find("mlp_bias"), std::string::npos);
+  EXPECT_NE(err(R"("attention_bias": true)").find("attention_bias"), std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"rope_type": "yarn", "factor": 4})").find("yarn"),
+            std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"type": "linear", "factor": -1})").find("factor"),
+            std::string::npos);
+  std::string gelu = kLlama;
+  gelu.replace(gelu.find("\"silu\""), 6, "\"gelu\"");
+  EXPECT_NE(model::model_config_from_hf(*parse_hf_config(gelu), nullptr)
+                .status()
+                .message()
+                .find("gelu"),
+            std::string::npos);
+  std::string zero = kLlama;
+  zero.replace(zero.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 0");
+  EXPECT_NE(model::model_config_from_hf(*parse_hf_config(zero), nullptr)
+                .status()
+                .message()
+                .find("num_hidden_layers = 0"),
+            std::string::npos);
+  std::string odd = kLlama;
+  odd.replace(odd.find("\"num_key_value_heads\": 2"), 24, "\"num_key_value_heads\": 3");
+  EXPECT_FALSE(model::model_config_from_hf(*parse_hf_config(odd), nullptr).ok());
+}
+
+TEST(HfModelConfigTest, TensorNames) {
+  bool skip = false;
+  int32_t layer = -1, expert = -1;
+  auto name = [&](const char* hf) {
+    auto n = model::gguf_name_of(hf, &skip, &layer, &expert);
+    return n ? *n : std::string(skip ? "<skip>" : "<none>");
+  };
+  EXPECT_EQ(name("model.embed_tokens.weight"), "token_embd.weight");
+  EXPECT_EQ(name("lm_head.weight"), "output.weight");
+  EXPECT_EQ(name("model.norm.weight"), "output_norm.weight");
+  EXPECT_EQ(name("model.layers.12.self_attn.q_proj.weight"), "blk.12.attn_q.weight");
+  EXPECT_EQ(layer, 12);
+  EXPECT_EQ(name("model.layers.0.self_attn.k_proj.bias"), "blk.0.attn_k.bias");
+  EXPECT_EQ(name("model.layers.3.mlp.down_proj.weight"), "blk.3.ffn_down.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.gate.weight"), "blk.1.ffn_gate_inp.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w1.weight"), "blk.1.ffn_gate.7.weight");
+  EXPECT_EQ(expert, 7);
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w3.weight"), "blk.1.ffn_up.7.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w2.weight"),
+            "blk.1.ffn_down.7.weight");
+  EXPECT_EQ(name("model.layers.0.self_attn.rotary_emb.inv_freq"), "<skip>");
+  for (const char* bad : {"model.layers.01.mlp.up_proj.weight", "model.layers.x.mlp.up_proj.weight",
+                          "model.layers.1.mlp.up_proj", "model.layers.1.self_attn.q_norm.weight",
+                          "model.layers.99999999.mlp.up_proj.weight",
+                          "model.layers.1.block_sparse_moe.experts.1.w4.weight", ""}) {
+    EXPECT_EQ(name(bad), "<none>") << bad;
+  }
+}
+
+TEST(HfModelConfigTest, Llama3RopeFactorsMatchTransformers) {
+  format::HfRopeScaling s;
+  s.type = "llama3";
+  s.factor = 8.0;
+  s.low_freq_factor = 1.0;
+  s.high_freq_factor = 4.0;
+  s.original_max_position_embeddings = 8192;
+  const float theta = 500000.0f;
+  const int dims = 128;
+  const auto f = model::llama3_rope_factors(s, theta, dims);
+  ASSERT_EQ(f.size(), 64u);
+  // transformers' _compute_llama3_parameters gives the scaled inverse frequencies; the factor is
+  // the ratio to the unscaled ones.
+  int low = 0, mid = 0, high = 0;
+  for (int i = 0; i < 64; ++i) {
+    const double inv = 1.0 / std::pow(500000.0, 2.0 * i / dims);
+    const double wavelen = 2 * M_PI / inv;
+    double scaled = wavelen > 8192.0 ? inv / 8.0 : inv;
+    if (wavelen >= 2048.0 && wavelen <= 8192.0) {
+      const double smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+      scaled = (1 - smooth) * inv / 8.0 + smooth * inv;
+      ++mid;
+    } else {
+      (wavelen > 8192.0 ? low : high)++;
+    }
+    EXPECT_NEAR(f[static_cast<size_t>(i)], inv / scaled, 1e-4 * inv / scaled) << i;
+  }
+  EXPECT_GT(low, 0);
+  EXPECT_GT(mid, 0);
+  EXPECT_GT(high, 0);
+}
+
+}  // namespace
+}  // namespace pagoda
