@@ -2,8 +2,13 @@
 // then run the active ISA's kernel (kernels/isa.h), splitting the work across OpenMP threads.
 //
 // Threading: each op that is worth it opens one OpenMP parallel region (matmul: convert the
-// activations, barrier, then each thread computes a contiguous slice of output rows). Threads
-// never split a dot product, so results do not depend on the thread count.
+// activations, barrier, then each thread computes a contiguous slice of output rows; a
+// matmul_group does that for several weights sharing one input). Threads never split a dot
+// product, so results do not depend on the thread count. Small ops (norms, elementwise, rope) run
+// on the calling thread: at decode sizes a fork/join would cost more than they do. One region per
+// op rather than one per forward pass: at ~1-2 us per fork/join on a warm, spinning OpenMP pool,
+// the ~5 regions per layer cost well under 2% of a decode step (see bench/kernels threading
+// benchmark), and no kernel needs to be written for a caller's thread slice.
 #include "kernels/ops.h"
 
 #include <omp.h>
@@ -51,27 +56,68 @@ void check_weight(const WeightView& w) {
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias) {
-  check_weight(w);
+  const MatmulJob job{&w, y, bias};
+  matmul_group(std::span<const MatmulJob>(&job, 1), x, m);
+}
+
+void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   PAGODA_CHECK(m >= 0);
-  if (m == 0 || w.rows == 0) return;
+  if (jobs.empty() || m == 0) return;
+  const int64_t cols = jobs[0].w->cols;
+  constexpr size_t kMaxJobs = 8;
+  PAGODA_CHECK(jobs.size() <= kMaxJobs);
   const cpu::CpuKernels& k = cpu::active_kernels();
-  const cpu::ActLayout l = cpu::act_layout(cpu::act_type_for(w.dtype), w.cols);
-  cpu::MatmulRowsFn rows_fn = k.matmul_rows(w.dtype);
-  if (rows_fn == nullptr) rows_fn = &cpu::reference::matmul_rows;
-  uint8_t* acts = act_buffer(static_cast<size_t>(m) * l.row_bytes);
-  const int64_t rows = w.rows;
-  const int nth = rows >= 16 ? threads_for(rows * std::max<int64_t>(w.cols, 1) * m) : 1;
+  // Distinct activation layouts (Q4_K_M mixes Q4_K and Q6_K: both read Q8_K) and each job's.
+  cpu::ActLayout layouts[kMaxJobs];
+  size_t layout_offset[kMaxJobs];
+  size_t job_layout[kMaxJobs];
+  cpu::MatmulRowsFn fns[kMaxJobs];
+  size_t num_layouts = 0, bytes = 0;
+  int64_t work = 0, rows_total = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const WeightView& w = *jobs[j].w;
+    check_weight(w);
+    PAGODA_CHECK(w.cols == cols && jobs[j].y != nullptr);
+    const cpu::ActType type = cpu::act_type_for(w.dtype);
+    size_t li = 0;
+    while (li < num_layouts && layouts[li].type != type)
+      ++li;
+    if (li == num_layouts) {
+      layouts[li] = cpu::act_layout(type, cols);
+      layout_offset[li] = bytes;
+      bytes += static_cast<size_t>(m) * layouts[li].row_bytes;
+      ++num_layouts;
+    }
+    job_layout[j] = li;
+    fns[j] = k.matmul_rows(w.dtype);
+    if (fns[j] == nullptr) fns[j] = &cpu::reference::matmul_rows;
+    work += w.rows * std::max<int64_t>(cols, 1) * m;
+    rows_total += w.rows;
+  }
+  uint8_t* acts = act_buffer(bytes);
+  const int nth = rows_total >= 16 ? threads_for(work) : 1;
 #pragma omp parallel num_threads(nth) if (nth > 1)
   {
     const int ith = omp_get_thread_num();
     const int n = omp_get_num_threads();
     const int64_t m0 = m * ith / n, m1 = m * (ith + 1) / n;
-    k.quantize_acts(l, x + m0 * w.cols, m1 - m0, acts + static_cast<size_t>(m0) * l.row_bytes);
+    for (size_t li = 0; li < num_layouts; ++li) {
+      const cpu::ActLayout& l = layouts[li];
+      k.quantize_acts(l, x + m0 * cols, m1 - m0,
+                      acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes);
+    }
 #pragma omp barrier
-    // Contiguous row slices in whole 8-row tiles (the SIMD kernels' unit).
-    const int64_t chunk = ((rows + n - 1) / n + 7) / 8 * 8;
-    const int64_t r0 = std::min(rows, chunk * ith), r1 = std::min(rows, r0 + chunk);
-    if (r0 < r1) rows_fn(w, l, acts, m, bias, y, rows, r0, r1);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit).
+      const WeightView& w = *jobs[j].w;
+      const int64_t chunk = ((w.rows + n - 1) / n + 7) / 8 * 8;
+      const int64_t r0 = std::min(w.rows, chunk * ith), r1 = std::min(w.rows, r0 + chunk);
+      const size_t li = job_layout[j];
+      if (r0 < r1) {
+        fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0,
+               r1);
+      }
+    }
   }
 }
 

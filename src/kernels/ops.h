@@ -14,6 +14,18 @@ namespace pagoda::kernels {
 // Each output row's value depends only on its own x row (never on m): batched == alone.
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias = nullptr);
 
+// One matmul of a group sharing its input (e.g. the Q, K and V projections, or gate and up).
+struct MatmulJob {
+  const WeightView* w = nullptr;  // [rows, cols]
+  float* y = nullptr;             // [m, w->rows]
+  const float* bias = nullptr;    // [w->rows] or nullptr
+};
+
+// y_j = x · w_jᵀ (+ bias_j) for every job: the same results as one matmul call per job, with x
+// converted once per vec-dot type and every job's rows split across the threads of one parallel
+// region (fewer fork/joins per forward pass). precondition: all w_j->cols equal.
+void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m);
+
 // Embedding lookup: out[i, :] = dequantised row ids[i] of `table`, out: [n, table.cols] f32.
 // precondition: 0 <= ids[i] < table.rows (validate untrusted token ids before calling).
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out);

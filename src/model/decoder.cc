@@ -12,6 +12,25 @@ enum Slot { kX = 0, kH, kOut, kFinal };
 std::string blk(int32_t i, const char* name) {
   return "blk." + std::to_string(i) + "." + name;
 }
+
+// Experts stacked in one tensor (blk.N.ffn_gate_exps.weight), or one matrix per expert
+// (blk.N.ffn_gate.E.weight) as older llama.cpp files and Hugging Face Mixtral checkpoints
+// (model/hf) have them.
+Result<std::vector<kernels::WeightView>> bind_experts(const WeightBinder& b, int32_t layer,
+                                                      const std::string& base, int32_t num,
+                                                      int64_t rows, int64_t cols) {
+  const std::string stacked = blk(layer, (base + "_exps.weight").c_str());
+  if (b.has(stacked) || !b.has(blk(layer, (base + ".0.weight").c_str()))) {
+    return b.matrices(stacked, num, rows, cols);
+  }
+  std::vector<kernels::WeightView> out;
+  for (int32_t e = 0; e < num; ++e) {
+    const std::string name = blk(layer, (base + "." + std::to_string(e) + ".weight").c_str());
+    PAGODA_ASSIGN_OR_RETURN(kernels::WeightView w, b.matrix(name, rows, cols));
+    out.push_back(w);
+  }
+  return out;
+}
 }  // namespace
 
 Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBinder& b) {
@@ -49,12 +68,11 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBi
       moe.num_used = c.num_experts_used;
       PAGODA_ASSIGN_OR_RETURN(moe.router,
                               b.matrix(blk(i, "ffn_gate_inp.weight"), c.num_experts, hidden));
-      PAGODA_ASSIGN_OR_RETURN(
-          auto gates, b.matrices(blk(i, "ffn_gate_exps.weight"), c.num_experts, ffn, hidden));
-      PAGODA_ASSIGN_OR_RETURN(auto ups,
-                              b.matrices(blk(i, "ffn_up_exps.weight"), c.num_experts, ffn, hidden));
-      PAGODA_ASSIGN_OR_RETURN(
-          auto downs, b.matrices(blk(i, "ffn_down_exps.weight"), c.num_experts, hidden, ffn));
+      PAGODA_ASSIGN_OR_RETURN(auto gates,
+                              bind_experts(b, i, "ffn_gate", c.num_experts, ffn, hidden));
+      PAGODA_ASSIGN_OR_RETURN(auto ups, bind_experts(b, i, "ffn_up", c.num_experts, ffn, hidden));
+      PAGODA_ASSIGN_OR_RETURN(auto downs,
+                              bind_experts(b, i, "ffn_down", c.num_experts, hidden, ffn));
       for (int32_t e = 0; e < c.num_experts; ++e) {
         const auto ue = static_cast<size_t>(e);
         moe.experts.push_back(FfnWeights{gates[ue], ups[ue], downs[ue]});

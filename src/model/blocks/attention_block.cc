@@ -1,6 +1,7 @@
 #include "model/blocks/attention_block.h"
 
 #include <cmath>
+#include <vector>
 
 namespace pagoda::model {
 namespace {
@@ -18,23 +19,29 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
   float* v = scratch.get(kV, static_cast<size_t>(T * kv_dim));
   float* attn = scratch.get(kAttn, static_cast<size_t>(T * q_dim));
 
-  kernels::matmul(w.wq, h, T, q, w.bq.empty() ? nullptr : w.bq.data());
-  kernels::matmul(w.wk, h, T, k, w.bk.empty() ? nullptr : w.bk.data());
-  kernels::matmul(w.wv, h, T, v, w.bv.empty() ? nullptr : w.bv.data());
+  // Q, K and V in one parallel region (h converted once).
+  const kernels::MatmulJob qkv[] = {{&w.wq, q, w.bq.empty() ? nullptr : w.bq.data()},
+                                    {&w.wk, k, w.bk.empty() ? nullptr : w.bk.data()},
+                                    {&w.wv, v, w.bv.empty() ? nullptr : w.bv.data()}};
+  kernels::matmul_group(qkv, h, T);
   kernels::rope(q, T, c.num_heads, c.head_dim, batch.positions.data(), rope);
   kernels::rope(k, T, c.num_kv_heads, c.head_dim, batch.positions.data(), rope);
 
   kernels::AttentionParams params;
   params.n_heads = c.num_heads;
   params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // Every sequence's new K/V first, then one parallel attention call over all sequences.
+  std::vector<kernels::AttentionSequence> seqs;
+  seqs.reserve(batch.sequences.size());
   for (const SequenceSlice& seq : batch.sequences) {
     const int64_t b = seq.token_begin;
     const int32_t* pos = batch.positions.data() + b;
     kernels::kv_cache_write(kv, seq.block_table, pos, seq.num_tokens, k + b * kv_dim,
                             v + b * kv_dim);
-    kernels::paged_attention(q + b * q_dim, seq.num_tokens, pos, kv, seq.block_table, params,
-                             attn + b * q_dim);
+    seqs.push_back(kernels::AttentionSequence{q + b * q_dim, attn + b * q_dim, pos, seq.num_tokens,
+                                              seq.block_table});
   }
+  kernels::paged_attention_batch(seqs, kv, params);
   kernels::matmul(w.wo, attn, T, out);
 }
 

@@ -16,8 +16,9 @@ void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scrat
   const int64_t ffn = w.gate.rows;
   float* gate = scratch.get(kGate, static_cast<size_t>(T * ffn));
   float* up = scratch.get(kUp, static_cast<size_t>(T * ffn));
-  kernels::matmul(w.gate, h, T, gate);
-  kernels::matmul(w.up, h, T, up);
+  // Gate and up in one parallel region (h converted once).
+  const kernels::MatmulJob gate_up[] = {{&w.gate, gate, nullptr}, {&w.up, up, nullptr}};
+  kernels::matmul_group(gate_up, h, T);
   kernels::silu_mul(gate, up, T * ffn, gate);
   kernels::matmul(w.down, gate, T, out);
 }
