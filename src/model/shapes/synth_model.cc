@@ -128,46 +128,62 @@ struct ProgressState {
   uint64_t bytes_done = 0;
 };
 
+// Fills dst[0..count) with the values of elements first..first+count.
+void fill_values(const TensorSpec& spec, uint64_t key, float weight_std, uint64_t first,
+                 uint64_t count, float* dst) {
+  switch (spec.init) {
+    case Init::kMatrix:
+    case Init::kBias:
+      for (uint64_t j = 0; j < count; ++j)
+        dst[j] = weight_std * normal_at(key, first + j);
+      break;
+    case Init::kNorm:
+      for (uint64_t j = 0; j < count; ++j)
+        dst[j] = 1.0f + 0.02f * normal_at(key, first + j);
+      break;
+    case Init::kConst:
+      std::memcpy(dst, spec.values.data() + first, count * sizeof(float));
+      break;
+  }
+}
+
+void encode_values(tensor::DType dtype, const float* src, uint64_t count, uint8_t* dst) {
+  if (dtype == tensor::DType::kF32) {
+    std::memcpy(dst, src, count * sizeof(float));
+  } else if (dtype == tensor::DType::kF16) {
+    for (uint64_t j = 0; j < count; ++j) {
+      const uint16_t h = tensor::fp32_to_fp16(src[j]);
+      std::memcpy(dst + 2 * j, &h, 2);
+    }
+  } else {
+    for (uint64_t j = 0; j < count; ++j) {
+      const uint16_t h = tensor::fp32_to_bf16(src[j]);
+      std::memcpy(dst + 2 * j, &h, 2);
+    }
+  }
+}
+
 Status generate(const TensorSpec& spec, uint64_t key, float weight_std, int num_threads,
                 size_t tensor_index, ProgressState& progress,
                 const format::GgufWriter::ByteSink& sink) {
+  constexpr uint64_t kPiece = 4096;  // elements generated then encoded by one thread at a time
   uint64_t n = 1;
   for (uint64_t d : spec.dims)
     n *= d;
-  const uint64_t row = spec.dims[0];
-  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkElements / row);
   const size_t elem_bytes = spec.dtype == tensor::DType::kF32 ? 4 : 2;
   std::vector<uint8_t> bytes;
-  for (uint64_t first = 0; first < n; first += rows_per_chunk * row) {
-    const uint64_t count = std::min<uint64_t>(rows_per_chunk * row, n - first);
+  for (uint64_t first = 0; first < n; first += kChunkElements) {
+    const uint64_t count = std::min<uint64_t>(kChunkElements, n - first);
     bytes.resize(static_cast<size_t>(count) * elem_bytes);
     uint8_t* dst = bytes.data();
-    const auto total = static_cast<int64_t>(count);
+    const auto pieces = static_cast<int64_t>((count + kPiece - 1) / kPiece);
 #pragma omp parallel for num_threads(num_threads) schedule(static)
-    for (int64_t j = 0; j < total; ++j) {
-      const uint64_t index = first + static_cast<uint64_t>(j);
-      float v;
-      switch (spec.init) {
-        case Init::kMatrix:
-          v = weight_std * normal_at(key, index);
-          break;
-        case Init::kNorm:
-          v = 1.0f + 0.02f * normal_at(key, index);
-          break;
-        case Init::kBias:
-          v = weight_std * normal_at(key, index);
-          break;
-        default:
-          v = spec.values[static_cast<size_t>(index)];
-          break;
-      }
-      if (spec.dtype == tensor::DType::kF32) {
-        std::memcpy(dst + j * 4, &v, 4);
-      } else {
-        const uint16_t h =
-            spec.dtype == tensor::DType::kF16 ? tensor::fp32_to_fp16(v) : tensor::fp32_to_bf16(v);
-        std::memcpy(dst + j * 2, &h, 2);
-      }
+    for (int64_t p = 0; p < pieces; ++p) {
+      float values[kPiece];
+      const uint64_t begin = static_cast<uint64_t>(p) * kPiece;
+      const uint64_t len = std::min(kPiece, count - begin);
+      fill_values(spec, key, weight_std, first + begin, len, values);
+      encode_values(spec.dtype, values, len, dst + begin * elem_bytes);
     }
     PAGODA_RETURN_IF_ERROR(sink(bytes));
     progress.bytes_done += bytes.size();

@@ -4,7 +4,10 @@
 // requantizing an already quantized file.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "format/gguf_file.h"
@@ -195,6 +198,29 @@ TEST_F(QuantizeTest, RequantizesAQuantizedFile) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->find_tensor("blk.0.attn_q.weight")->dtype, DType::kQ4_0);
   EXPECT_EQ(*(*f)->get_uint("general.file_type"), 2u);
+}
+
+TEST_F(QuantizeTest, OutputPassesAnIndependentGgufCheck) {
+  // gguf_check.py parses the files with its own reader and ggml's block table: layout, padding,
+  // file length and finite block scales.
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 with numpy is needed for gguf_check.py";
+  }
+  std::string cmd = "/usr/bin/python3 '" +
+                    (testing::source_dir() / "tests/golden/tools/gguf_check.py").string() + "'";
+  const std::string base = synth_base("tiny");
+  cmd += " '" + base + "'";
+  for (const char* type :
+       {"Q8_0", "Q6_K", "Q5_1", "Q5_0", "Q5_K_M", "Q4_1", "Q4_0", "Q4_K_M", "Q3_K_M", "Q2_K"}) {
+    cmd += " '" + quantize(base, type) + "'";
+  }
+  cmd += " '" + quantize(synth_base("tiny-qwen2"), "Q4_K_M") + "'";
+  cmd += " '" + quantize(synth_base("tiny-moe"), "Q4_K_M") + "'";
+  const fs::path log = scratch_dir() / "gguf_check.log";
+  const int status = std::system((cmd + " >'" + log.string() + "' 2>&1").c_str());
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(status, 0) << output;
 }
 
 }  // namespace
