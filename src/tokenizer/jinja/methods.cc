@@ -256,6 +256,7 @@ Value str_method(Interp& in, const std::string& s, std::string_view name, Args& 
     return Value::string(std::move(out));
   }
   if (name == "center" || name == "ljust" || name == "rjust") {
+    if (args.positional.empty()) fail("{} expected at least 1 argument, got 0", name);
     const auto a = bind({"width", "fillchar"});
     const int64_t width = opt_int(a[0], 0, "width");
     char32_t fill = ' ';
@@ -269,6 +270,9 @@ Value str_method(Interp& in, const std::string& s, std::string_view name, Args& 
     return make(pad(in, s, width, fill, name == "center" ? '^' : name == "ljust" ? '<' : '>'));
   }
   if (name == "zfill") {
+    if (args.positional.size() != 1 || !args.keywords.empty()) {
+      fail("str.zfill() takes exactly one argument ({} given)", args.positional.size());
+    }
     const auto a = bind({"width"});
     const int64_t width = opt_int(a[0], 0, "width");
     const auto len = static_cast<int64_t>(count_code_points(s));

@@ -797,10 +797,11 @@ class Parser {
 
   CallArgs parse_call_args() {
     CallArgs args;
+    const int paren_line = cur().line;
     expect_op("(");
     bool require_comma = false;
     auto ensure = [&](bool ok) {
-      if (!ok) error(cur().line, "Invalid argument syntax");
+      if (!ok) error(paren_line, "invalid syntax for function call expression");
     };
     while (!cur().is_op(")")) {
       if (require_comma) {
