@@ -210,13 +210,7 @@ int run_bench(const BenchOpts& o) {
 }  // namespace
 
 void register_bench_engine(CLI::App& app, CommandAction& action) {
-  CLI::App* bench = nullptr;
-  for (CLI::App* sub : app.get_subcommands([](CLI::App* a) { return a->get_name() == "bench"; }))
-    bench = sub;
-  if (bench == nullptr) {
-    bench = app.add_subcommand("bench", "Benchmarks");
-    bench->require_subcommand(1);
-  }
+  CLI::App* bench = bench_group(app);
   auto o = std::make_shared<BenchOpts>();
   CLI::App* cmd = bench->add_subcommand("engine", "Offline engine throughput and latency");
   cmd->add_option("-m,--model", o->model, "Model file (default: the bundled demo model)");

@@ -17,18 +17,24 @@ void register_tokenize(CLI::App& app, CommandAction& action);
 void register_synth(CLI::App& app, CommandAction& action);
 void register_quantize(CLI::App& app, CommandAction& action);
 void register_bench_engine(CLI::App& app, CommandAction& action);
+void register_serve(CLI::App& app, CommandAction& action);
+void register_bench_serve(CLI::App& app, CommandAction& action);
+
+void register_bench(CLI::App& app, CommandAction& action);
+
+// The `bench` command group: bench.cc gives it the model-speed options; `bench engine` and
+// `bench serve` are its subcommands.
+inline CLI::App* bench_group(CLI::App& app) {
+  auto found = app.get_subcommands([](CLI::App* a) { return a->get_name() == "bench"; });
+  if (!found.empty()) return found.front();
+  return app.add_subcommand("bench", "Benchmark model speed (and: bench engine, bench serve)");
+}
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
-      &register_version,
-      &register_logits,
-      &register_run,
-      &register_chat,
-      &register_inspect,
-      &register_tokenize,
-      &register_synth,
-      &register_quantize,
-      &register_bench_engine,
+      &register_version, &register_logits,       &register_run,   &register_chat,
+      &register_inspect, &register_tokenize,     &register_synth, &register_quantize,
+      &register_bench,   &register_bench_engine, &register_serve, &register_bench_serve,
   };
 }
 

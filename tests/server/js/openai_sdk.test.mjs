@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer, skipReason, sleep } from './harness.mjs';
+import { startServer, skipReason } from './harness.mjs';
 
 const skip = skipReason();
 let server;
@@ -234,20 +234,24 @@ test('429 RateLimitError when the queue is full', { skip }, async () => {
   const small = await startServer(['--max-num-seqs', '1', '--max-queue', '1']);
   try {
     const c = new OpenAI({ baseURL: `${small.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    const long = { model: modelId, prompt: 'Once', max_tokens: 400, ignore_eos: true, stream: true };
-    // One running, one waiting: the third is refused.
-    const controllers = [new AbortController(), new AbortController()];
-    const running = [];
-    for (const ac of controllers) {
-      const s = await c.completions.create(long, { signal: ac.signal });
-      running.push(s);
-      await sleep(50);
-    }
-    await assert.rejects(
-      c.completions.create({ model: modelId, prompt: 'Hi', max_tokens: 2 }),
-      (e) => e instanceof OpenAI.RateLimitError && e.status === 429,
+    const long = { model: modelId, prompt: 'Once', max_tokens: 400, ignore_eos: true };
+    // Eight long requests at once: one runs, one waits, the others arrive while both are busy
+    // (400 tokens take far longer than the burst) and are refused.
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => c.completions.create(long)),
     );
-    for (const ac of controllers) ac.abort();
+    const refused = results.filter((r) => r.status === 'rejected');
+    const served = results.filter((r) => r.status === 'fulfilled');
+    assert.ok(served.length >= 2, `served ${served.length}`);
+    assert.ok(refused.length >= 1, 'no request was refused');
+    for (const r of refused) {
+      assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
+      assert.equal(r.reason.status, 429);
+      const h = r.reason.headers;
+      const retryAfter = typeof h?.get === 'function' ? h.get('retry-after') : h?.['retry-after'];
+      assert.ok(Number(retryAfter) >= 1, `Retry-After: ${retryAfter}`);
+    }
+    for (const r of served) assert.equal(r.value.usage.completion_tokens, 400);
   } finally {
     assert.equal((await small.stop()).code, 0);
   }

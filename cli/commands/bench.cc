@@ -1,0 +1,256 @@
+// pagoda bench: raw model speed on this machine (no scheduler, no HTTP). Measures prefill tok/s
+// for a P-token prompt, single-sequence decode tok/s, aggregate decode tok/s with B sequences
+// decoding together, the machine's read bandwidth, and decode as a percentage of the bandwidth
+// roofline (bandwidth / bytes of weights read per token). Medians over repeats.
+// `bench engine` and `bench serve` are its subcommands (bench_engine.cc, bench_serve.cc).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands/commands.h"
+#include "format/gguf_file.h"
+#include "kernels/isa.h"
+#include "model/model_loader.h"
+#include "runner/kv_storage.h"
+
+namespace pagoda::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Read bandwidth of this machine in GB/s: all threads summing a buffer far larger than the
+// caches (median of several passes).
+double measure_read_bandwidth(int repeats) {
+  const size_t bytes = size_t{1} << 30;
+  const size_t n = bytes / sizeof(uint64_t);
+  std::unique_ptr<uint64_t[]> buf(new uint64_t[n]);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i)
+    buf[i] = i;
+  std::vector<double> gbs;
+  volatile uint64_t sink = 0;
+  for (int r = 0; r < repeats; ++r) {
+    uint64_t sum = 0;
+    const auto t0 = Clock::now();
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+    for (size_t i = 0; i < n; ++i)
+      sum += buf[i];
+    gbs.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+    sink = sink + sum;
+  }
+  return median(gbs);
+}
+
+// Bytes of weights one decoded token reads: every tensor once, except the embedding table (one
+// row) unless it doubles as the output projection, and only the used share of MoE experts.
+uint64_t weight_bytes_per_token(const format::GgufFile& file, const model::ModelConfig& c) {
+  uint64_t total = 0;
+  for (const auto& t : file.tensors()) {
+    const std::string_view name = t.name;
+    uint64_t bytes = t.size_bytes;
+    if (name == "token_embd.weight" && !c.tied_embeddings) continue;
+    if (c.num_experts > 0 && name.find("_exps.") != std::string_view::npos) {
+      bytes =
+          bytes / static_cast<uint64_t>(c.num_experts) * static_cast<uint64_t>(c.num_experts_used);
+    }
+    total += bytes;
+  }
+  return total;
+}
+
+// Runs `num_seqs` sequences of one prompt each, then `steps` decode steps with all of them in
+// one batch. Returns {prefill seconds, decode seconds}.
+struct Run {
+  double prefill_s = 0, decode_s = 0;
+};
+
+Result<Run> run_once(model::Model& model, runner::KvStorage& kv, int32_t num_seqs,
+                     int32_t prompt_len, int32_t steps, std::mt19937& rng) {
+  const auto& c = model.config();
+  const int32_t bs = kv.block_size();
+  const int32_t max_len = prompt_len + steps;
+  const int32_t blocks_per_seq = (max_len + bs - 1) / bs;
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(num_seqs));
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    for (int32_t b = 0; b < blocks_per_seq; ++b)
+      tables[static_cast<size_t>(s)].push_back(1 + s * blocks_per_seq + b);
+  }
+  std::uniform_int_distribution<int32_t> tok(0, c.vocab_size - 1);
+  std::vector<float> logits;
+  Run run;
+  // Prefill: each sequence's prompt as one batch (the timed figure is the mean per sequence).
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    std::vector<int32_t> tokens(static_cast<size_t>(prompt_len)), positions(tokens.size());
+    for (auto& t : tokens)
+      t = tok(rng);
+    std::iota(positions.begin(), positions.end(), 0);
+    model::SequenceSlice slice{0, prompt_len, tables[static_cast<size_t>(s)]};
+    const int32_t last = prompt_len - 1;
+    model::ForwardBatch batch{tokens, positions, {&slice, 1}, {&last, 1}};
+    logits.resize(static_cast<size_t>(c.vocab_size));
+    const auto t0 = Clock::now();
+    PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
+    run.prefill_s += seconds_since(t0) / num_seqs;
+  }
+  // Decode: every sequence advances one token per step.
+  std::vector<int32_t> tokens(static_cast<size_t>(num_seqs)), positions(tokens.size()),
+      rows(tokens.size());
+  std::vector<model::SequenceSlice> slices(tokens.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  logits.resize(static_cast<size_t>(num_seqs) * static_cast<size_t>(c.vocab_size));
+  const auto t0 = Clock::now();
+  for (int32_t step = 0; step < steps; ++step) {
+    for (int32_t s = 0; s < num_seqs; ++s) {
+      tokens[static_cast<size_t>(s)] = tok(rng);
+      positions[static_cast<size_t>(s)] = prompt_len + step;
+      slices[static_cast<size_t>(s)] = {s, 1, tables[static_cast<size_t>(s)]};
+    }
+    model::ForwardBatch batch{tokens, positions, slices, rows};
+    PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
+  }
+  run.decode_s = seconds_since(t0);
+  return run;
+}
+
+std::vector<int32_t> parse_list(const std::string& s) {
+  std::vector<int32_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(std::stoi(item));
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, CommandAction& action) {
+  struct Opts {
+    std::string model, batches = "1,4,16";
+    int32_t prompt_len = 512, gen_len = 128, threads = 0, repeats = 3;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = bench_group(app);
+  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-p,--n-prompt", opts->prompt_len, "Prompt tokens for the prefill test")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-n,--n-gen", opts->gen_len, "Decode steps per decode test")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--batch", opts->batches, "Comma-separated decode batch sizes");
+  cmd->add_option("--threads", opts->threads, "Threads (default: all cores)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--repeats", opts->repeats, "Repeats per measurement (median reported)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--json", opts->json, "Print JSON");
+  cmd->callback([cmd, opts, &action] {
+    if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`
+    action = [opts] {
+      std::string path = opts->model.empty() ? default_model_path() : opts->model;
+      if (path.empty()) return fail("no model given (-m) and no bundled model found");
+      std::vector<int32_t> batches;
+      try {
+        batches = parse_list(opts->batches);
+      } catch (const std::exception&) {
+        return fail("--batch must be a comma-separated list of positive integers");
+      }
+      if (batches.empty() || std::any_of(batches.begin(), batches.end(),
+                                         [](int32_t b) { return b <= 0 || b > 4096; })) {
+        return fail("--batch must be a comma-separated list of integers in [1, 4096]");
+      }
+      if (opts->threads > 0) kernels::set_num_threads(opts->threads);
+      auto loaded = model::load_model(path);
+      if (!loaded.ok()) return fail(loaded.status().message());
+      auto file = format::GgufFile::open(path);
+      if (!file.ok()) return fail(file.status().message());
+      model::Model& m = *loaded->model;
+      const auto& c = m.config();
+      if (opts->prompt_len + opts->gen_len > c.context_length) {
+        return fail("prompt + generated tokens exceed the context length " +
+                    std::to_string(c.context_length));
+      }
+      const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
+      const int32_t bs = 16;
+      const int64_t blocks_per_seq = (opts->prompt_len + opts->gen_len + bs - 1) / bs;
+      auto kv =
+          runner::KvStorage::create(c, 1 + blocks_per_seq * max_batch, bs, tensor::DType::kF16);
+      if (!kv.ok()) return fail(kv.status().message());
+
+      const double bw = measure_read_bandwidth(5);
+      const uint64_t bytes_per_token = weight_bytes_per_token(**file, c);
+      const double roofline = bw * 1e9 / static_cast<double>(bytes_per_token);
+      std::mt19937 rng(1234);
+
+      // Prefill of P tokens and single-sequence decode.
+      std::vector<double> prefill, decode1;
+      for (int r = 0; r < opts->repeats; ++r) {
+        auto run = run_once(m, *kv, 1, opts->prompt_len, opts->gen_len, rng);
+        if (!run.ok()) return fail(run.status().message());
+        prefill.push_back(opts->prompt_len / run->prefill_s);
+        decode1.push_back(opts->gen_len / run->decode_s);
+      }
+      const double prefill_tps = median(prefill), decode_tps = median(decode1);
+      nlohmann::json out;
+      out["model"] = path;
+      out["isa"] = std::string(kernels::isa_name(kernels::active_isa()));
+      out["threads"] = kernels::num_threads();
+      out["read_bandwidth_gbs"] = bw;
+      out["weight_bytes_per_token"] = bytes_per_token;
+      out["roofline_decode_tps"] = roofline;
+      out["prefill"] = {{"prompt_tokens", opts->prompt_len}, {"tokens_per_second", prefill_tps}};
+      out["decode"] = {{"tokens", opts->gen_len},
+                       {"tokens_per_second", decode_tps},
+                       {"percent_of_roofline", 100.0 * decode_tps / roofline}};
+      nlohmann::json batched = nlohmann::json::array();
+      for (int32_t b : batches) {
+        std::vector<double> agg;
+        for (int r = 0; r < opts->repeats; ++r) {
+          // Short prompts: the batched test measures decode, not prefill.
+          auto run = run_once(m, *kv, b, std::min(opts->prompt_len, 16), opts->gen_len, rng);
+          if (!run.ok()) return fail(run.status().message());
+          agg.push_back(static_cast<double>(b) * opts->gen_len / run->decode_s);
+        }
+        batched.push_back({{"batch", b}, {"aggregate_tokens_per_second", median(agg)}});
+      }
+      out["batched_decode"] = batched;
+      if (opts->json) {
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+      }
+      std::printf("model      %s (%s, %d threads)\n", path.c_str(),
+                  out["isa"].get<std::string>().c_str(), kernels::num_threads());
+      std::printf("bandwidth  %.1f GB/s read; %.1f MB of weights per token; roofline %.1f tok/s\n",
+                  bw, static_cast<double>(bytes_per_token) / 1e6, roofline);
+      std::printf("prefill    %d tokens: %.1f tok/s\n", opts->prompt_len, prefill_tps);
+      std::printf("decode     %.1f tok/s (%.0f%% of roofline)\n", decode_tps,
+                  100.0 * decode_tps / roofline);
+      for (const auto& e : batched) {
+        std::printf("batch %4d %.1f tok/s aggregate\n", e["batch"].get<int>(),
+                    e["aggregate_tokens_per_second"].get<double>());
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,214 @@
+// pagoda serve: the OpenAI-compatible HTTP server (server/). Flags split into engine flags
+// (EngineConfig: KV cache, batching, threads) and server flags (ServerConfig: address, API key,
+// admission, limits, timeouts). The listener starts before the model loads (/health says 503
+// until it is ready); SIGTERM drains, a second SIGTERM exits at once.
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands/commands.h"
+#include "pagoda/engine.h"
+#include "server/http_server.h"
+#include "server/server_config.h"
+
+namespace pagoda::cli {
+namespace {
+
+struct ServeOpts {
+  std::string model;
+  server::ServerConfig server;
+  EngineConfig engine;
+  std::string kv_cache_memory;
+  bool prefix_caching = true;
+  double queue_timeout_s = 0;
+  double drain_timeout_s = 30;
+  double keep_alive_timeout_s = 30;
+  double read_timeout_s = 60;
+  double write_timeout_s = 30;
+  std::string max_body = "16MiB";
+  std::string max_header = "64KiB";
+  std::string max_write_buffer = "4MiB";
+  std::string log_level = "info";
+};
+
+// "2GiB", "512MiB", "1.5GB", "4096" -> bytes. 0 on error (ok = false).
+uint64_t parse_size(const std::string& text, bool& ok) {
+  ok = false;
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  if (i == 0) return 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.substr(0, i).c_str(), &end);
+  std::string unit = text.substr(i);
+  for (char& c : unit)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double mult = 0;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kb")
+    mult = 1e3;
+  else if (unit == "m" || unit == "mb")
+    mult = 1e6;
+  else if (unit == "g" || unit == "gb")
+    mult = 1e9;
+  else if (unit == "t" || unit == "tb")
+    mult = 1e12;
+  else if (unit == "ki" || unit == "kib")
+    mult = 1024.0;
+  else if (unit == "mi" || unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "gi" || unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "ti" || unit == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  if (mult == 0 || !std::isfinite(value) || value < 0 || value * mult > 1.8e19) return 0;
+  ok = true;
+  return static_cast<uint64_t>(value * mult);
+}
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
+}
+
+int run_serve(ServeOpts o) {
+  auto level = spdlog::level::from_str(o.log_level);
+  spdlog::set_level(level == spdlog::level::off && o.log_level != "off" ? spdlog::level::info
+                                                                        : level);
+  EngineConfig& ec = o.engine;
+  ec.model_path = o.model.empty() ? default_model_path() : o.model;
+  if (ec.model_path.empty()) return fail("no model given (-m) and no bundled model found");
+  if (!std::filesystem::exists(ec.model_path)) return fail("model not found: " + ec.model_path);
+  if (!o.kv_cache_memory.empty()) {
+    bool ok = false;
+    ec.kv_cache_bytes = parse_size(o.kv_cache_memory, ok);
+    if (!ok || ec.kv_cache_bytes == 0) {
+      return fail("--kv-cache-memory: expected a size like 2GiB or 512MiB, got '" +
+                  o.kv_cache_memory + "'");
+    }
+  }
+  ec.enable_prefix_caching = o.prefix_caching;
+  server::ServerConfig& sc = o.server;
+  {
+    bool ok = false;
+    sc.max_body_bytes = parse_size(o.max_body, ok);
+    if (!ok || sc.max_body_bytes == 0) {
+      return fail("--max-body-size: expected a size like 16MiB, got '" + o.max_body + "'");
+    }
+  }
+  {
+    bool ok = false;
+    const uint64_t h = parse_size(o.max_header, ok);
+    if (!ok || h < 1024 || h > (64u << 20)) {
+      return fail("--max-header-size: expected a size in [1KiB, 64MiB], got '" + o.max_header +
+                  "'");
+    }
+    sc.max_header_bytes = static_cast<uint32_t>(h);
+    sc.max_write_buffer_bytes = parse_size(o.max_write_buffer, ok);
+    if (!ok || sc.max_write_buffer_bytes < 4096) {
+      return fail("--max-write-buffer: expected a size >= 4KiB, got '" + o.max_write_buffer + "'");
+    }
+  }
+  for (double t : {o.queue_timeout_s, o.drain_timeout_s, o.keep_alive_timeout_s, o.read_timeout_s,
+                   o.write_timeout_s}) {
+    if (!std::isfinite(t) || t < 0 || t > 86400) return fail("timeouts must be in [0, 86400] s");
+  }
+  sc.queue_timeout = seconds_to_ms(o.queue_timeout_s);
+  sc.drain_timeout = seconds_to_ms(o.drain_timeout_s);
+  sc.keep_alive_timeout = seconds_to_ms(o.keep_alive_timeout_s);
+  sc.read_timeout = seconds_to_ms(o.read_timeout_s);
+  sc.write_timeout = seconds_to_ms(o.write_timeout_s);
+  if (sc.api_key.empty()) {
+    if (const char* env = std::getenv("PAGODA_API_KEY"); env != nullptr) sc.api_key = env;
+  }
+  ec.max_queue = std::max(ec.max_queue, 0);
+
+  const std::string model_name = ec.served_model_name.empty()
+                                     ? std::filesystem::path(ec.model_path).stem().string()
+                                     : ec.served_model_name;
+  server::HttpServer srv(sc, model_name, [ec] { return Engine::create(ec); });
+  srv.handle_signals();
+  if (Status st = srv.start(); !st.ok()) return fail(st.message());
+  return srv.wait();
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, CommandAction& action) {
+  auto opts = std::make_shared<ServeOpts>();
+  ServeOpts& o = *opts;
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  cmd->add_option("-m,--model", o.model, "GGUF model file (default: the bundled demo model)");
+  cmd->add_option("--host", o.server.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o.server.port, "Port (0: any free port)")->capture_default_str();
+  cmd->add_option("--served-model-name", o.engine.served_model_name,
+                  "Model id in the API (default: the file's stem)");
+  cmd->add_option("--api-key", o.server.api_key,
+                  "Require 'Authorization: Bearer KEY' (default: $PAGODA_API_KEY)");
+  // Engine.
+  cmd->add_option("--kv-cache-memory", o.kv_cache_memory,
+                  "KV cache size, e.g. 2GiB (default: a quarter of available RAM)");
+  cmd->add_option("--kv-cache-dtype", o.engine.kv_cache_dtype, "f16 | bf16 | q8_0 | f32")
+      ->capture_default_str();
+  cmd->add_option("--block-size", o.engine.block_size, "Tokens per KV block")
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", o.engine.max_num_seqs, "Running sequences per step")
+      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", o.engine.max_num_batched_tokens,
+                  "Tokens computed per step")
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", o.engine.max_model_len,
+                  "Context length (default: the model's)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.prefix_caching,
+                "Reuse the KV of shared prompt prefixes")
+      ->capture_default_str();
+  cmd->add_option("--scheduling-policy", o.engine.scheduling_policy, "fcfs | priority")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o.engine.num_threads, "Compute threads (0: all cores)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
+  // Admission and lifecycle.
+  cmd->add_option("--max-queue", o.engine.max_queue,
+                  "Waiting requests before 429 Too Many Requests")
+      ->capture_default_str();
+  cmd->add_option("--queue-timeout", o.queue_timeout_s,
+                  "Seconds a request may wait for its first token before 429 (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", o.drain_timeout_s,
+                  "Seconds running requests get to finish after SIGTERM")
+      ->capture_default_str();
+  // HTTP limits.
+  cmd->add_option("--io-threads", o.server.io_threads, "HTTP threads")->capture_default_str();
+  cmd->add_option("--max-connections", o.server.max_connections, "Open connections (503 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--max-body-size", o.max_body, "Request body limit (413 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--max-header-size", o.max_header, "Request header limit (431 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--max-uri-size", o.server.max_uri_bytes, "Request target limit (414 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--max-write-buffer", o.max_write_buffer,
+                  "Output queued for a slow client before its request is aborted")
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", o.keep_alive_timeout_s,
+                  "Seconds an idle connection may take to send the next request header")
+      ->capture_default_str();
+  cmd->add_option("--read-timeout", o.read_timeout_s, "Seconds to receive a request body")
+      ->capture_default_str();
+  cmd->add_option("--write-timeout", o.write_timeout_s,
+                  "Seconds one write may stall before the client is cut off")
+      ->capture_default_str();
+  cmd->add_option("--max-n", o.server.max_n, "Largest n per request")->capture_default_str();
+  cmd->add_option("--max-logprobs", o.server.max_logprobs, "Largest top_logprobs / logprobs")
+      ->capture_default_str();
+  cmd->add_option("--log-level", o.log_level, "trace | debug | info | warn | error")
+      ->capture_default_str();
+  cmd->callback([&action, opts] { action = [opts] { return run_serve(*opts); }; });
+}
+
+}  // namespace pagoda::cli
