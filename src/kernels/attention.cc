@@ -19,7 +19,7 @@ constexpr int64_t kTokensPerItem = 8;           // query tokens per work item
 constexpr int64_t kMinWorkPerThread = 1 << 15;  // multiply-adds per extra thread
 
 void check_layout(const KvLayerView& kv) {
-  PAGODA_CHECK(kv.dtype == tensor::DType::kF32 || kv.dtype == tensor::DType::kF16);
+  PAGODA_CHECK(kv_row_bytes(kv.dtype, kv.head_dim).ok());  // dtype and head_dim fit together
   PAGODA_CHECK(kv.block_size > 0 && kv.n_kv_heads > 0 && kv.head_dim > 0 && kv.num_blocks >= 0);
   PAGODA_CHECK(kv.k != nullptr && kv.v != nullptr);
 }
@@ -35,6 +35,31 @@ void check_positions(const KvLayerView& kv, std::span<const int32_t> block_table
 }
 
 }  // namespace
+
+Result<uint64_t> kv_row_bytes(tensor::DType dtype, int64_t head_dim) {
+  if (head_dim <= 0 || head_dim > (int64_t{1} << 20)) {
+    return invalid_argument("head_dim {} is out of range [1, 2^20]", head_dim);
+  }
+  const auto n = static_cast<uint64_t>(head_dim);
+  switch (dtype) {
+    case tensor::DType::kF32:
+      return 4 * n;
+    case tensor::DType::kF16:
+    case tensor::DType::kBF16:
+      return 2 * n;
+    case tensor::DType::kQ8_0:
+      if (n % 32 != 0) {
+        return invalid_argument(
+            "kv_cache_dtype q8_0 needs head_dim to be a multiple of 32 (its block size); this "
+            "model's head_dim is {}",
+            head_dim);
+      }
+      return n / 32 * 34;
+    default:
+      return unimplemented("KV cache dtype {} is not supported (f32, f16, bf16, q8_0)",
+                           tensor::dtype_name(dtype));
+  }
+}
 
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v) {

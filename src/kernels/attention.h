@@ -1,7 +1,10 @@
 // Paged attention over a block-table-addressed KV cache (the layout the paged engine uses).
 //
-// KV layout of one layer (kv_dtype f32 or f16 for now):
-//   K, V: [num_blocks][n_kv_heads][block_size][head_dim]
+// KV layout of one layer (kv dtype f32, f16, bf16 or q8_0):
+//   K, V: [num_blocks][n_kv_heads][block_size][row], each row kv_row_bytes(dtype, head_dim) bytes:
+//   head_dim floats / halves / bfloat16s, or for q8_0 head_dim / 32 ggml Q8_0 blocks (34 bytes:
+//   f16 scale d, then 32 int8 q; value = q * d), quantised on write like ggml's
+//   quantize_row_q8_0_ref. q8_0 needs head_dim % 32 == 0.
 // A sequence's token at position p lives in block block_table[p / block_size], slot
 // p % block_size. Block tables are append-only; a table covers at least context_len tokens.
 #pragma once
@@ -9,12 +12,18 @@
 #include <cstdint>
 #include <span>
 
+#include "base/status.h"
 #include "tensor/dtype.h"
 
 namespace pagoda::kernels {
 
+// Bytes of one cached K (or V) row of head_dim values: 4 per value (f32), 2 (f16, bf16), 34 per 32
+// (q8_0). unimplemented for other dtypes; invalid_argument (naming head_dim) when q8_0's head_dim
+// is not a multiple of 32 or head_dim is not positive.
+Result<uint64_t> kv_row_bytes(tensor::DType dtype, int64_t head_dim);
+
 struct KvLayerView {
-  tensor::DType dtype = tensor::DType::kF32;  // kF32 or kF16 (later kBF16, kQ8_0)
+  tensor::DType dtype = tensor::DType::kF32;  // kF32, kF16, kBF16 or kQ8_0
   int32_t block_size = 16;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
@@ -24,7 +33,8 @@ struct KvLayerView {
 };
 
 // Writes k[t, kvh, :], v[t, kvh, :] (f32, [num_tokens, n_kv_heads, head_dim]) into the cache at
-// positions[t] through block_table (f16 caches round to nearest even).
+// positions[t] through block_table (f16/bf16 caches round to nearest even; q8_0 caches quantise
+// each head's row to Q8_0 blocks).
 // precondition: positions[t] >= 0, block_table covers positions[t], its ids < kv.num_blocks.
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v);
@@ -36,11 +46,16 @@ struct AttentionParams {
 
 // The attention math (ggml's attention without flash-attn, llama.cpp's default: the cache acts as
 // the weight matrix of two matmuls, so the query and the probabilities are first converted to the
-// cache type, exactly as matmul converts activations; see kernels/cpu/reference/attention_ref.cc):
-//   q'   = q rounded to the cache type (f16 caches: to half; f32: unchanged)
+// cache type's vec-dot type, exactly as matmul converts activations; see
+// kernels/cpu/reference/attention_ref.cc):
+//   q'   = q converted to the cache type's vec-dot type (f16: rounded to half; bf16: to bfloat16;
+//          q8_0: quantised to Q8_0 like an activation row; f32: unchanged)
 //   s_j  = (q' · K_j) · scale                 for cache positions j in [0, positions[t]]
+//          (q8_0: ggml's Q8_0 x Q8_0 vec-dot, integer sums per 32-block times both scales)
 //   p_j  = exp(s_j - max s) / Σ exp(s - max s)
-//   p'_j = p_j rounded to the cache type
+//   p'_j = p_j rounded to the cache type (f16, bf16); unchanged for f32 and q8_0 (a quantised V
+//          is read the way ggml's CPU flash attention reads it: each row converted to float and
+//          accumulated in f32)
 //   out  = Σ_j p'_j V_j
 // Query head h reads KV head h / (n_heads / n_kv_heads). Each (token, head) is independent and
 // computed in a fixed order, so results do not depend on how tokens or sequences are batched, and

@@ -9,30 +9,19 @@
 namespace pagoda::runner {
 namespace {
 
-Result<uint64_t> element_bytes(tensor::DType dtype) {
-  switch (dtype) {
-    case tensor::DType::kF32:
-      return uint64_t{4};
-    case tensor::DType::kF16:
-      return uint64_t{2};
-    default:
-      return unimplemented("KV cache dtype {} is not supported (f32, f16)",
-                           tensor::dtype_name(dtype));
-  }
-}
-
 // One K (or V) block of one layer.
 Result<uint64_t> layer_block_bytes(const model::ModelConfig& c, int32_t block_size,
                                    tensor::DType dtype) {
-  PAGODA_ASSIGN_OR_RETURN(uint64_t elem, element_bytes(dtype));
+  // The row size per dtype (q8_0: 34 bytes per 32 values; rejects a head_dim q8_0 cannot split).
+  PAGODA_ASSIGN_OR_RETURN(uint64_t row, kernels::kv_row_bytes(dtype, c.head_dim));
   if (block_size <= 0 || block_size > 4096) {
     return invalid_argument("block size {} is out of range [1, 4096]", block_size);
   }
-  auto n = checked_mul<uint64_t>(
-      static_cast<uint64_t>(c.num_kv_heads) * static_cast<uint64_t>(c.head_dim),
-      static_cast<uint64_t>(block_size));
+  if (c.num_kv_heads <= 0) return invalid_argument("num_kv_heads {} must be > 0", c.num_kv_heads);
+  auto n = checked_mul<uint64_t>(static_cast<uint64_t>(c.num_kv_heads),
+                                 static_cast<uint64_t>(block_size));
   if (!n) return out_of_range("KV block size overflows");
-  auto bytes = checked_mul<uint64_t>(*n, elem);
+  auto bytes = checked_mul<uint64_t>(*n, row);
   if (!bytes) return out_of_range("KV block size overflows");
   return *bytes;
 }

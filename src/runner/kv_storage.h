@@ -1,5 +1,7 @@
 // KvStorage: the memory behind the paged KV cache: for every layer, K and V arrays of
-// num_blocks blocks in the layout kernels/attention.h documents. Allocated once (anonymous
+// num_blocks blocks in the layout kernels/attention.h documents (dtype f32, f16, bf16 or q8_0;
+// a block of one layer's K is num_kv_heads * block_size * kernels::kv_row_bytes(dtype, head_dim)
+// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once (anonymous
 // mmap, so untouched blocks cost no RAM); the KV metadata layer (src/kv) decides which block
 // holds what.
 #pragma once
@@ -16,7 +18,8 @@ namespace pagoda::runner {
 
 class KvStorage {
  public:
-  // Bytes one block takes across all layers (K and V).
+  // Bytes one block takes across all layers (K and V). invalid_argument names head_dim when the
+  // dtype cannot hold it (q8_0 needs a multiple of 32), unimplemented for other dtypes.
   static Result<uint64_t> bytes_per_block(const model::ModelConfig& config, int32_t block_size,
                                           tensor::DType dtype);
 

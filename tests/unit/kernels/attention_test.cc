@@ -1,7 +1,8 @@
 // kv_cache_write + paged_attention against dense causal attention computed in the test (double,
 // on an unpaged copy of K/V): shuffled block tables with other data in the unused blocks, GQA
 // ratios 1/2/4 and MQA, block sizes that do and do not divide the context, prefill chunks and
-// single-token decode, f32 and f16 caches.
+// single-token decode, f32, f16, bf16 and q8_0 caches (the q8_0 oracle quantises rows itself, the
+// way ggml's quantize_row_q8_0_ref does). Every ISA path must give the reference's bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,8 +39,9 @@ struct Cache {
 Cache make_cache(DType dtype, int32_t block_size, int32_t n_kv_heads, int32_t head_dim,
                  int64_t num_blocks, int64_t context, std::mt19937& rng) {
   Cache c;
-  const size_t elem = dtype == DType::kF32 ? 4 : 2;
-  const size_t bytes = static_cast<size_t>(num_blocks) * n_kv_heads * block_size * head_dim * elem;
+  const auto row = kv_row_bytes(dtype, head_dim);
+  EXPECT_TRUE(row.ok());
+  const size_t bytes = static_cast<size_t>(num_blocks) * n_kv_heads * block_size * row.value();
   // Fill with garbage so reads from the wrong block or slot show up.
   c.k_bytes.resize(bytes);
   c.v_bytes.resize(bytes);
@@ -58,16 +60,49 @@ Cache make_cache(DType dtype, int32_t block_size, int32_t n_kv_heads, int32_t he
   return c;
 }
 
-// What a stored value reads back as: f16 caches round.
+// What a value rounded to half / bfloat16 reads back as (f32 and q8_0: unchanged).
 float stored(DType dtype, float v) {
-  return dtype == DType::kF16 ? tensor::fp16_to_fp32(tensor::fp32_to_fp16(v)) : v;
+  if (dtype == DType::kF16) return tensor::fp16_to_fp32(tensor::fp32_to_fp16(v));
+  if (dtype == DType::kBF16) return tensor::bf16_to_fp32(tensor::fp32_to_bf16(v));
+  return v;
+}
+
+// Rows of head_dim values as the cache (or, for q, the vec-dot type) holds them: q8_0 quantises
+// each 32-block like ggml's quantize_row_q8_0_ref (d = amax / 127 stored as half, q = round half
+// away from zero of x / d computed as x * (1 / d)) and reads back q * d; the others round per
+// value.
+void round_rows(DType dtype, std::vector<float>& x, int64_t head_dim) {
+  if (dtype != DType::kQ8_0) {
+    for (auto& v : x)
+      v = stored(dtype, v);
+    return;
+  }
+  ASSERT_EQ(head_dim % 32, 0);
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t j = b; j < b + 32; ++j)
+      amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127;
+    const float id = d != 0 ? 1 / d : 0;
+    const float dh = tensor::fp16_to_fp32(tensor::fp32_to_fp16(d));
+    for (size_t j = b; j < b + 32; ++j) {
+      const float q = std::min(127.0f, std::max(-127.0f, std::round(x[j] * id)));
+      x[j] = q * dh;
+    }
+  }
+}
+
+// The type the probabilities are rounded to: the cache type for f16/bf16; none for f32 and q8_0
+// (a quantised V is converted to float and accumulated in f32, as ggml's flash attention does).
+DType prob_type(DType dtype) {
+  return dtype == DType::kF16 || dtype == DType::kBF16 ? dtype : DType::kF32;
 }
 
 // Dense causal attention over K/V [context, n_kv_heads, head_dim] with the semantics of
-// attention.h: q and the normalised probabilities are rounded to the cache type (as ggml does when
-// the cache is f16), everything else in double. `slack` gets, per output, the error a rounding of
-// a probability that sits within 1e-6 of a half-way point could add (the kernel's float
-// probability may round the other way there).
+// attention.h: q (already converted by the caller) and the normalised probabilities are rounded to
+// prob_type(dtype) (as ggml does when the cache is f16), everything else in double. `slack` gets,
+// per output, the error a rounding of a probability that sits within 1e-6 of a half-way point could
+// add (the kernel's float probability may round the other way there).
 std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
                                     const std::vector<int32_t>& pos, const std::vector<float>& k,
                                     const std::vector<float>& v, int64_t n_heads,
@@ -84,7 +119,7 @@ std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
       for (int64_t j = 0; j < n; ++j) {
         double dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
-          dot += double(stored(dtype, q[(t * n_heads + h) * head_dim + d])) *
+          dot += double(q[(t * n_heads + h) * head_dim + d]) *
                  k[(j * n_kv_heads + kvh) * head_dim + d];
         }
         s[j] = dot * scale;
@@ -96,10 +131,11 @@ std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
       std::vector<double> p(static_cast<size_t>(n)), ulp(static_cast<size_t>(n), 0.0);
       for (int64_t j = 0; j < n; ++j) {
         const double exact = s[j] / sum;
-        p[j] = stored(dtype, static_cast<float>(exact));
-        if (dtype == DType::kF16) {
-          const double lo = stored(dtype, static_cast<float>(exact * (1 - 1e-6)));
-          const double hi = stored(dtype, static_cast<float>(exact * (1 + 1e-6)));
+        const DType pt = prob_type(dtype);
+        p[j] = stored(pt, static_cast<float>(exact));
+        if (pt != DType::kF32) {
+          const double lo = stored(pt, static_cast<float>(exact * (1 - 1e-6)));
+          const double hi = stored(pt, static_cast<float>(exact * (1 + 1e-6)));
           ulp[j] = hi - lo;  // 0 unless a half-way point is within reach
         }
       }
@@ -152,16 +188,19 @@ TEST_P(PagedAttentionTest, MatchesDenseCausalAttention) {
   paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
                   out.data());
 
-  for (auto& x : k)
-    x = stored(c.dtype, x);
-  for (auto& x : v)
-    x = stored(c.dtype, x);
+  round_rows(c.dtype, k, c.head_dim);
+  round_rows(c.dtype, v, c.head_dim);
+  std::vector<float> q_conv = q;  // q in the cache type's vec-dot type
+  round_rows(c.dtype, q_conv, c.head_dim);
   std::vector<double> slack;
-  const auto expected = dense_attention(c.dtype, q, pos, k, v, c.n_heads, c.n_kv_heads, c.head_dim,
-                                        params.scale, &slack);
+  const auto expected = dense_attention(c.dtype, q_conv, pos, k, v, c.n_heads, c.n_kv_heads,
+                                        c.head_dim, params.scale, &slack);
+  // f32 accumulation of a q8_0 score sums head_dim / 32 scaled block products: a little more
+  // rounding than the plain dot.
+  const double tol = c.dtype == DType::kQ8_0 ? 4e-6 : 1e-6;
   double worst = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    ASSERT_NEAR(out[i], expected[i], 1e-6 * (1 + std::fabs(expected[i])) + slack[i])
+    ASSERT_NEAR(out[i], expected[i], tol * (1 + std::fabs(expected[i])) + slack[i])
         << "element " << i;
     worst = std::max(worst, std::fabs(out[i] - expected[i]));
   }
@@ -210,13 +249,21 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{DType::kF32, 8, 2, 64, 16, 300, 24},
         // f16 caches.
         AttnCase{DType::kF16, 4, 2, 32, 16, 40, 40}, AttnCase{DType::kF16, 8, 1, 16, 16, 50, 1},
-        AttnCase{DType::kF16, 4, 4, 64, 32, 100, 3}));
+        AttnCase{DType::kF16, 4, 4, 64, 32, 100, 3},
+        // bf16 caches (incl. a tail head_dim and a long multi-threaded prefill).
+        AttnCase{DType::kBF16, 4, 2, 32, 16, 40, 40}, AttnCase{DType::kBF16, 8, 1, 16, 16, 50, 1},
+        AttnCase{DType::kBF16, 4, 4, 12, 7, 30, 5}, AttnCase{DType::kBF16, 8, 2, 64, 16, 300, 24},
+        // q8_0 caches: head_dim 32 / 64 / 128, GQA 1/2/4/12 (two lane groups), decode and prefill.
+        AttnCase{DType::kQ8_0, 4, 4, 32, 16, 40, 40}, AttnCase{DType::kQ8_0, 4, 2, 64, 16, 40, 7},
+        AttnCase{DType::kQ8_0, 8, 2, 128, 16, 70, 1}, AttnCase{DType::kQ8_0, 12, 1, 32, 5, 23, 4},
+        AttnCase{DType::kQ8_0, 2, 2, 64, 1, 9, 9}, AttnCase{DType::kQ8_0, 8, 2, 64, 16, 300, 24}));
 
 // Many sequences in one call (decodes and a prefill chunk sharing one cache, block tables
 // interleaved) give the same bits as one call per sequence, on every ISA.
 TEST(PagedAttentionBatchTest, EqualsOneCallPerSequence) {
   std::mt19937 rng(77);
-  for (DType dtype : {DType::kF32, DType::kF16}) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    SCOPED_TRACE(std::string(tensor::dtype_name(dtype)));
     const int32_t n_heads = 8, n_kv = 2, hd = 64, bs = 16;
     const std::vector<int64_t> contexts = {1, 37, 130, 64, 5};
     const std::vector<int64_t> news = {1, 1, 1, 20, 5};
@@ -307,6 +354,72 @@ TEST(KvCacheWriteTest, F16CacheRoundsToNearest) {
     EXPECT_EQ(vc[4 + d], tensor::fp32_to_fp16(v[d]));
     EXPECT_EQ(kc[d], 0);
   }
+}
+
+TEST(KvCacheWriteTest, Bf16CacheRoundsToNearestEven) {
+  std::vector<uint16_t> kc(1 * 1 * 2 * 4), vc(kc.size());
+  const KvLayerView kv{DType::kBF16, 2, 1, 4, 1, kc.data(), vc.data()};
+  const std::vector<int32_t> table = {0};
+  const int32_t pos = 0;
+  // 1 + 2^-8 is half-way between bf16 neighbours 1 and 1 + 2^-7: even -> 1 (0x3f80); 1 + 3 * 2^-8
+  // rounds up to 1 + 2^-6 (0x3f82); -2 is exact (0xc000).
+  const float k[4] = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.0f, 0.0f};
+  const float v[4] = {0.5f, 0.0f, 3.0f, -0.5f};
+  kv_cache_write(kv, table, &pos, 1, k, v);
+  EXPECT_EQ(kc[0], 0x3f80);
+  EXPECT_EQ(kc[1], 0x3f82);
+  EXPECT_EQ(kc[2], 0xc000);
+  EXPECT_EQ(kc[3], 0x0000);
+  EXPECT_EQ(vc[0], 0x3f00);
+  EXPECT_EQ(vc[2], 0x4040);
+  EXPECT_EQ(vc[3], 0xbf00);
+  EXPECT_EQ(kc[4], 0);  // slot 1 untouched
+}
+
+TEST(KvCacheWriteTest, Q8_0CacheStoresGgmlBlocks) {
+  // head_dim 64 = two 34-byte blocks per row; 2 slots, 1 head: rows of 68 bytes.
+  std::vector<uint8_t> kc(2 * 68, 0xAA), vc(kc.size(), 0xAA);
+  const KvLayerView kv{DType::kQ8_0, 2, 1, 64, 1, kc.data(), vc.data()};
+  const std::vector<int32_t> table = {0};
+  const int32_t pos = 1;
+  // Block 0: amax 127 -> d = 1 (half 0x3c00); x = 2.5 -> q = 3 (half away from zero), -63.5 -> -64.
+  // Block 1: all zero -> d = 0, q = 0.
+  std::vector<float> k(64, 0.0f), v(64, 0.0f);
+  k[0] = 127;
+  k[1] = 2.5f;
+  k[2] = -63.5f;
+  k[31] = -1;
+  v[0] = -254;  // d = 2 (0x4000): q = -127; v[1] = 3 -> 1.5 -> q = 2
+  v[1] = 3;
+  kv_cache_write(kv, table, &pos, 1, k.data(), v.data());
+  const uint8_t* row = kc.data() + 68;
+  EXPECT_EQ(row[0] | (row[1] << 8), 0x3c00);
+  EXPECT_EQ(static_cast<int8_t>(row[2]), 127);
+  EXPECT_EQ(static_cast<int8_t>(row[3]), 3);
+  EXPECT_EQ(static_cast<int8_t>(row[4]), -64);
+  EXPECT_EQ(static_cast<int8_t>(row[2 + 31]), -1);
+  EXPECT_EQ(row[34] | (row[35] << 8), 0);
+  for (int j = 0; j < 32; ++j)
+    EXPECT_EQ(row[36 + j], 0) << j;
+  const uint8_t* vrow = vc.data() + 68;
+  EXPECT_EQ(vrow[0] | (vrow[1] << 8), 0x4000);
+  EXPECT_EQ(static_cast<int8_t>(vrow[2]), -127);
+  EXPECT_EQ(static_cast<int8_t>(vrow[3]), 2);
+  for (int i = 0; i < 68; ++i)
+    EXPECT_EQ(kc[i], 0xAA) << "slot 0 untouched, byte " << i;
+}
+
+TEST(KvRowBytesTest, SizesPerDtypeAndQ8_0NeedsWholeBlocks) {
+  EXPECT_EQ(kv_row_bytes(DType::kF32, 64).value(), 256u);
+  EXPECT_EQ(kv_row_bytes(DType::kF16, 64).value(), 128u);
+  EXPECT_EQ(kv_row_bytes(DType::kBF16, 80).value(), 160u);
+  EXPECT_EQ(kv_row_bytes(DType::kQ8_0, 128).value(), 4u * 34);
+  const auto bad = kv_row_bytes(DType::kQ8_0, 80);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("head_dim"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("80"), std::string::npos);
+  EXPECT_FALSE(kv_row_bytes(DType::kQ4_0, 64).ok());
+  EXPECT_FALSE(kv_row_bytes(DType::kF16, 0).ok());
 }
 
 }  // namespace
