@@ -24,8 +24,14 @@ $(BUILD_DIR)/build.ninja:
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# A short generation first (proof the model works), then the OpenAI-compatible server on
+# http://127.0.0.1:8000 (HOST/PORT to change; Ctrl-C or SIGTERM stops it after draining).
+HOST ?= 127.0.0.1
+PORT ?= 8000
 run: build
-	$(BUILD_DIR)/bin/pagoda run -p "Once upon a time"
+	$(BUILD_DIR)/bin/pagoda run -p "Once upon a time" -n 48
+	@echo
+	exec $(BUILD_DIR)/bin/pagoda serve --host $(HOST) --port $(PORT)
 
 test: deps-test test-release test-asan test-fuzz
 	@echo "make test: all suites passed"

@@ -1,5 +1,8 @@
 #include "cli/generate.h"
 
+#include <algorithm>
+#include <span>
+
 #include "sampling/sampler.h"
 #include "tokenizer/detokenizer.h"
 
@@ -17,7 +20,12 @@ Result<GenerateResult> generate(model::LoadedModel& loaded, runner::SequenceSess
                         input.size(), session.num_tokens(), session.capacity());
   }
   sampling::Sampler sampler(params, vocab, input);
-  tokenizer::IncrementalDetokenizer detok(*loaded.tokenizer);
+  // The prompt's last tokens give the detokenizer its context: after a real prompt the first
+  // generated token keeps its leading space ("Once" + " upon").
+  const size_t context = std::min<size_t>(input.size(), 4);
+  tokenizer::IncrementalDetokenizer detok(
+      *loaded.tokenizer, /*skip_special=*/true,
+      std::span<const int32_t>(input).subspan(input.size() - context));
   GenerateResult result;
   std::vector<float> logits;
   PAGODA_RETURN_IF_ERROR(session.feed(input, /*all_logits=*/false, logits));
