@@ -24,7 +24,9 @@ struct EngineConfig {
   // more blocks than max_num_seqs sequences of max_model_len tokens can use.
   uint64_t kv_cache_bytes = 0;
   double kv_cache_fraction = 0.25;
-  std::string kv_cache_dtype = "f16";    // f16 | f32 (bf16 | q8_0: not yet in the CPU runner)
+  // f16 | bf16 | q8_0 | f32. q8_0 (34 bytes per 32 values, ~half of f16) needs head_dim % 32 == 0
+  // (Engine::create fails otherwise); attention reads bf16/q8_0 caches like llama.cpp does.
+  std::string kv_cache_dtype = "f16";
   int32_t max_num_seqs = 64;             // running requests per step
   int32_t max_num_batched_tokens = 512;  // tokens computed per step (prefill chunks + decodes)
   int32_t max_model_len = 0;             // 0: the model's context length

@@ -9,7 +9,7 @@
 namespace pagoda::runner {
 
 Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& prompt,
-                                int32_t n_predict) {
+                                int32_t n_predict, tensor::DType kv_dtype) {
   LogitTrace trace;
   tokenizer::EncodeOptions opts;
   trace.prompt_tokens = loaded.tokenizer->encode(prompt, opts);
@@ -21,10 +21,10 @@ Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& p
                         trace.prompt_tokens.size(), n_predict,
                         loaded.model->config().context_length);
   }
-  // An f16 KV cache, as llama.cpp uses by default (the peer these traces are compared with).
-  PAGODA_ASSIGN_OR_RETURN(SequenceSession session,
-                          SequenceSession::create(*loaded.model, static_cast<int32_t>(total),
-                                                  tensor::DType::kF16));
+  // f16 by default, as llama.cpp's KV cache (the peer these traces are compared with).
+  PAGODA_ASSIGN_OR_RETURN(
+      SequenceSession session,
+      SequenceSession::create(*loaded.model, static_cast<int32_t>(total), kv_dtype));
   const size_t vocab = static_cast<size_t>(loaded.model->config().vocab_size);
   std::vector<float> logits;
   PAGODA_RETURN_IF_ERROR(session.feed(trace.prompt_tokens, /*all_logits=*/true, logits));

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "model/model_loader.h"
+#include "tensor/dtype.h"
 
 namespace pagoda::runner {
 
@@ -26,9 +27,10 @@ struct RowStats {
 };
 
 // Tokenizes `prompt` (with BOS as the vocab says), evaluates it in one batch, then feeds
-// `n_predict` greedy tokens one at a time.
+// `n_predict` greedy tokens one at a time, on a KV cache of `kv_dtype` (f16 by default, as
+// llama.cpp uses; f32, bf16 and q8_0 also work).
 Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& prompt,
-                                int32_t n_predict);
+                                int32_t n_predict, tensor::DType kv_dtype = tensor::DType::kF16);
 
 RowStats row_stats(const std::vector<float>& row, int32_t top_k);
 
