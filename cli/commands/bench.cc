@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/kv_cache_sizing.h"
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
@@ -149,6 +150,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
     std::string model, batches = "1,4,16";
     int32_t prompt_len = 512, gen_len = 128, threads = 0, repeats = 3;
     bool json = false;
+    std::string kv_cache_dtype = "f16";
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = bench_group(app);
@@ -162,6 +164,8 @@ void register_bench(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--repeats", opts->repeats, "Repeats per measurement (median reported)")
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
+                  "KV cache type: f16 | bf16 | q8_0 | f32");
   cmd->add_flag("--json", opts->json, "Print JSON");
   cmd->callback([cmd, opts, &action] {
     if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`
@@ -192,8 +196,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
       const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
       const int32_t bs = 16;
       const int64_t blocks_per_seq = (opts->prompt_len + opts->gen_len + bs - 1) / bs;
-      auto kv =
-          runner::KvStorage::create(c, 1 + blocks_per_seq * max_batch, bs, tensor::DType::kF16);
+      auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
+      if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
+      auto kv = runner::KvStorage::create(c, 1 + blocks_per_seq * max_batch, bs, *kv_dtype);
       if (!kv.ok()) return fail(kv.status().message());
 
       const double bw = measure_read_bandwidth(5);
@@ -214,6 +219,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
       out["model"] = path;
       out["isa"] = std::string(kernels::isa_name(kernels::active_isa()));
       out["threads"] = kernels::num_threads();
+      out["kv_cache_dtype"] = std::string(tensor::dtype_name(*kv_dtype));
       out["read_bandwidth_gbs"] = bw;
       out["weight_bytes_per_token"] = bytes_per_token;
       out["roofline_decode_tps"] = roofline;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "api/kv_cache_sizing.h"
 #include "cli/commands/commands.h"
 #include "model/model_loader.h"
 #include "runner/logit_trace.h"
@@ -12,7 +13,7 @@ namespace pagoda::cli {
 
 void register_logits(CLI::App& app, CommandAction& action) {
   struct Opts {
-    std::string model, prompt;
+    std::string model, prompt, kv_cache_dtype = "f16";
     int32_t n_predict = 8, top = 64;
   };
   auto opts = std::make_shared<Opts>();
@@ -22,19 +23,24 @@ void register_logits(CLI::App& app, CommandAction& action) {
   cmd->add_option("-n,--n-predict", opts->n_predict, "Greedy tokens to generate")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--top", opts->top, "Top entries per position")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
+                  "KV cache type: f16 | bf16 | q8_0 | f32");
   cmd->callback([opts, &action] {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
       auto loaded = model::load_model(path);
       if (!loaded.ok()) return fail(loaded.status().message());
-      auto trace = runner::trace_logits(*loaded, opts->prompt, opts->n_predict);
+      auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
+      if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
+      auto trace = runner::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype);
       if (!trace.ok()) return fail(trace.status().message());
       nlohmann::json out;
       out["model"] = path;
       out["prompt"] = opts->prompt;
       out["n_predict"] = opts->n_predict;
       out["top_k"] = opts->top;
+      out["kv_cache_dtype"] = std::string(tensor::dtype_name(*kv_dtype));
       out["n_vocab"] = loaded->model->config().vocab_size;
       out["prompt_tokens"] = trace->prompt_tokens;
       out["greedy_tokens"] = trace->greedy_tokens;

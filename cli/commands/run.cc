@@ -1,6 +1,7 @@
 // pagoda run: generate a continuation of a prompt and stream it to stdout.
 #include <cstdio>
 
+#include "api/kv_cache_sizing.h"
 #include "cli/commands/commands.h"
 #include "cli/generate.h"
 
@@ -8,7 +9,7 @@ namespace pagoda::cli {
 
 void register_run(CLI::App& app, CommandAction& action) {
   struct Opts {
-    std::string model, prompt;
+    std::string model, prompt, kv_cache_dtype = "f32";
     int32_t n_predict = 128;
     int64_t seed = -1;
     SamplingParams params;
@@ -24,6 +25,8 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", opts->n_predict, "Tokens to generate")
       ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
+                  "KV cache type: f32 | f16 | bf16 | q8_0");
   add_sampling_options(cmd, opts->params, opts->seed);
   cmd->callback([opts, &action] {
     action = [opts] {
@@ -36,8 +39,10 @@ void register_run(CLI::App& app, CommandAction& action) {
       std::vector<int32_t> input = loaded->tokenizer->encode(opts->prompt, enc);
       const int32_t ctx = loaded->model->config().context_length;
       const int64_t want = static_cast<int64_t>(input.size()) + opts->n_predict;
+      auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
+      if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
       auto session = runner::SequenceSession::create(
-          *loaded->model, static_cast<int32_t>(std::min<int64_t>(want, ctx)));
+          *loaded->model, static_cast<int32_t>(std::min<int64_t>(want, ctx)), *kv_dtype);
       if (!session.ok()) return fail(session.status().message());
       std::fwrite(opts->prompt.data(), 1, opts->prompt.size(), stdout);
       std::fflush(stdout);
