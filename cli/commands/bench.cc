@@ -21,6 +21,7 @@
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
+#include "model/hf/hf_checkpoint.h"
 #include "model/model_loader.h"
 #include "runner/kv_storage.h"
 
@@ -64,13 +65,31 @@ double measure_read_bandwidth(int repeats) {
 
 // Bytes of weights one decoded token reads: every tensor once, except the embedding table (one
 // row) unless it doubles as the output projection, and only the used share of MoE experts.
-uint64_t weight_bytes_per_token(const format::GgufFile& file, const model::ModelConfig& c) {
+// `path` is a GGUF file or a Hugging Face model directory.
+Result<uint64_t> weight_bytes_per_token(const std::string& path, const model::ModelConfig& c) {
+  struct Entry {
+    std::string name;
+    uint64_t bytes;
+    bool expert;  // one expert's matrix, or experts stacked in one tensor
+  };
+  std::vector<Entry> entries;
+  if (model::HfCheckpoint::is_model_dir(path)) {
+    PAGODA_ASSIGN_OR_RETURN(auto ckpt, model::HfCheckpoint::open(path));
+    for (const auto& t : ckpt->tensors())
+      entries.push_back({t.gguf_name, t.size_bytes, t.expert >= 0});
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(auto file, format::GgufFile::open(path));
+    for (const auto& t : file->tensors()) {
+      const std::string_view name = t.name;
+      entries.push_back(
+          {std::string(name), t.size_bytes, name.find("_exps.") != std::string_view::npos});
+    }
+  }
   uint64_t total = 0;
-  for (const auto& t : file.tensors()) {
-    const std::string_view name = t.name;
-    uint64_t bytes = t.size_bytes;
-    if (name == "token_embd.weight" && !c.tied_embeddings) continue;
-    if (c.num_experts > 0 && name.find("_exps.") != std::string_view::npos) {
+  for (const Entry& e : entries) {
+    uint64_t bytes = e.bytes;
+    if (e.name == "token_embd.weight" && !c.tied_embeddings) continue;
+    if (c.num_experts > 0 && e.expert) {
       bytes =
           bytes / static_cast<uint64_t>(c.num_experts) * static_cast<uint64_t>(c.num_experts_used);
     }
@@ -154,7 +173,8 @@ void register_bench(CLI::App& app, CommandAction& action) {
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = bench_group(app);
-  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", opts->model,
+                  "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("-p,--n-prompt", opts->prompt_len, "Prompt tokens for the prefill test")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-n,--n-gen", opts->gen_len, "Decode steps per decode test")
@@ -185,8 +205,6 @@ void register_bench(CLI::App& app, CommandAction& action) {
       if (opts->threads > 0) kernels::set_num_threads(opts->threads);
       auto loaded = model::load_model(path);
       if (!loaded.ok()) return fail(loaded.status().message());
-      auto file = format::GgufFile::open(path);
-      if (!file.ok()) return fail(file.status().message());
       model::Model& m = *loaded->model;
       const auto& c = m.config();
       if (opts->prompt_len + opts->gen_len > c.context_length) {
@@ -202,7 +220,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
       if (!kv.ok()) return fail(kv.status().message());
 
       const double bw = measure_read_bandwidth(5);
-      const uint64_t bytes_per_token = weight_bytes_per_token(**file, c);
+      auto weight_bytes = weight_bytes_per_token(path, c);
+      if (!weight_bytes.ok()) return fail(weight_bytes.status().message());
+      const uint64_t bytes_per_token = *weight_bytes;
       const double roofline = bw * 1e9 / static_cast<double>(bytes_per_token);
       std::mt19937 rng(1234);
 

@@ -213,7 +213,7 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   CLI::App* bench = bench_group(app);
   auto o = std::make_shared<BenchOpts>();
   CLI::App* cmd = bench->add_subcommand("engine", "Offline engine throughput and latency");
-  cmd->add_option("-m,--model", o->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", o->model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("--num-requests", o->num_requests, "Requests to run")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--concurrency", o->concurrency, "Requests in flight")

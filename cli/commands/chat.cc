@@ -25,7 +25,7 @@ void register_chat(CLI::App& app, CommandAction& action) {
   opts->params.top_p = 0.95f;
   opts->params.min_p = 0.05f;
   CLI::App* cmd = app.add_subcommand("chat", "Chat interactively using the model's template");
-  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", opts->model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("-s,--system", opts->system, "System message");
   cmd->add_option("-n,--n-predict", opts->n_predict, "Maximum tokens per reply")
       ->check(CLI::Range(1, 1 << 24));

@@ -16,6 +16,7 @@ void register_inspect(CLI::App& app, CommandAction& action);
 void register_tokenize(CLI::App& app, CommandAction& action);
 void register_synth(CLI::App& app, CommandAction& action);
 void register_quantize(CLI::App& app, CommandAction& action);
+void register_convert(CLI::App& app, CommandAction& action);
 void register_bench_engine(CLI::App& app, CommandAction& action);
 void register_serve(CLI::App& app, CommandAction& action);
 void register_bench_serve(CLI::App& app, CommandAction& action);
@@ -35,6 +36,7 @@ inline std::vector<RegisterCommand> all_commands() {
       &register_version, &register_logits,       &register_run,   &register_chat,
       &register_inspect, &register_tokenize,     &register_synth, &register_quantize,
       &register_bench,   &register_bench_engine, &register_serve, &register_bench_serve,
+      &register_convert,
   };
 }
 

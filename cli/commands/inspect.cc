@@ -1,6 +1,8 @@
 // `pagoda inspect MODEL`: prints what a GGUF file holds (version, alignment, every metadata key
-// with its type and value, the tensor table and totals) after full validation. A corrupt or
-// missing file prints one error line and exits 1.
+// with its type and value, the tensor table and totals) after full validation; for a Hugging
+// Face model directory, the architecture and the configuration pagoda runs it with, the
+// tokenizer mapping, generation defaults, shards and the tensor table (HF name, GGUF name,
+// dtype, shape, bytes). A corrupt or missing file prints one error line and exits 1.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +12,8 @@
 
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
+#include "model/hf/hf_checkpoint.h"
+#include "model/hf/hf_tokenizer_files.h"
 
 namespace pagoda::cli {
 namespace {
@@ -32,7 +36,95 @@ std::string human_bytes(uint64_t n) {
   return fmt::format("{} B", n);
 }
 
+std::string opt_str(const std::optional<float>& v) {
+  return v ? fmt::format("{}", *v) : std::string("-");
+}
+
+int run_inspect_dir(const std::string& path) {
+  auto opened = model::HfCheckpoint::open(path);
+  if (!opened.ok()) return fail(opened.status().message());
+  const model::HfCheckpoint& ck = **opened;
+  const model::ModelConfig& c = ck.config();
+  std::string out;
+  auto line = [&out](std::string s) {
+    out += s;
+    out += '\n';
+  };
+  line(fmt::format("directory: {}", path));
+  line(fmt::format("architecture: {} (runs as pagoda '{}')", ck.architecture(), c.arch));
+  line(fmt::format(
+      "config: layers {}, hidden {}, heads {} (kv {}), head_dim {}, ffn {}, vocab {}, context {}",
+      c.num_layers, c.hidden_dim, c.num_heads, c.num_kv_heads, c.head_dim, c.ffn_dim, c.vocab_size,
+      c.context_length));
+  line(
+      fmt::format("        rms_norm_eps {}, rope theta {} dims {} (rotate-half), linear scale {}{}",
+                  c.rms_norm_eps, c.rope_theta, c.rope_dims, ck.rope_linear_factor(),
+                  ck.rope_freq_factors().empty() ? "" : ", llama3 rope factors"));
+  if (c.num_experts > 0) {
+    line(fmt::format("        experts {} (top-{})", c.num_experts, c.num_experts_used));
+  }
+  line(fmt::format("        qkv bias {}, tied embeddings {}", c.has_qkv_bias, c.tied_embeddings));
+  auto tok = model::load_hf_tokenizer(path);
+  if (!tok.ok()) {
+    line(fmt::format("tokenizer: error: {}", tok.status().message()));
+  } else {
+    const auto& sm = tok->summary;
+    line(fmt::format("tokenizer: {}, pre-tokenizer '{}', {} model tokens + {} added, {} merges",
+                     sm.style, sm.pre, sm.num_model_tokens, sm.num_added_tokens, sm.num_merges));
+    for (const std::string& note : sm.notes)
+      line("  note: " + note);
+    line(
+        fmt::format("chat template: {}", tok->chat_template.empty()
+                                             ? std::string("none")
+                                             : fmt::format("{} bytes", tok->chat_template.size())));
+  }
+  const model::GenerationDefaults& g = ck.generation_defaults();
+  line(fmt::format("generation defaults: do_sample {}, temperature {}, top_p {}, top_k {}, eos {}",
+                   g.do_sample ? (*g.do_sample ? "true" : "false") : "-", opt_str(g.temperature),
+                   opt_str(g.top_p), g.top_k ? std::to_string(*g.top_k) : std::string("-"),
+                   fmt::join(g.eos_token_ids, ",")));
+  line("");
+  line(fmt::format("shards: {}", ck.shards().size()));
+  for (const auto& s : ck.shards()) {
+    line(fmt::format("  {}  {} tensors, header {} bytes, {}", s->name(), s->tensors().size(),
+                     s->header_size(), human_bytes(s->bytes().size())));
+  }
+  size_t hf_width = 7, gguf_width = 4, shape_width = 5;
+  auto shape_of_hf = [](const model::HfTensor& t) {
+    std::vector<int64_t> dims(t.dims, t.dims + t.n_dims);
+    std::reverse(dims.begin(), dims.end());  // back to HF's row-major order
+    return fmt::format("[{}]", fmt::join(dims, ", "));
+  };
+  for (const model::HfTensor& t : ck.tensors()) {
+    hf_width = std::max(hf_width, t.hf_name.size());
+    gguf_width = std::max(gguf_width, t.gguf_name.size());
+    shape_width = std::max(shape_width, shape_of_hf(t).size());
+  }
+  line("");
+  line(fmt::format("tensors: {}", ck.tensors().size()));
+  line(fmt::format("  {:<{}}  {:<{}}  {:<5}  {:<{}}  {:>12}", "hf name", hf_width, "gguf name",
+                   gguf_width, "type", "shape", shape_width, "bytes"));
+  uint64_t total_bytes = 0, total_params = 0;
+  for (const model::HfTensor& t : ck.tensors()) {
+    uint64_t n = 1;
+    for (int32_t i = 0; i < t.n_dims; ++i)
+      n *= static_cast<uint64_t>(t.dims[i]);
+    total_params += n;
+    total_bytes += t.size_bytes;
+    line(fmt::format("  {:<{}}  {:<{}}  {:<5}  {:<{}}  {:>12}",
+                     t.hf_name.empty() ? "(computed)" : t.hf_name, hf_width, t.gguf_name,
+                     gguf_width, tensor::dtype_name(t.dtype), shape_of_hf(t), shape_width,
+                     t.size_bytes));
+  }
+  line("");
+  line(fmt::format("totals: {} tensors, {} parameters, {} bytes ({})", ck.tensors().size(),
+                   total_params, total_bytes, human_bytes(total_bytes)));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 int run_inspect(const std::string& path, size_t max_elements, size_t max_string) {
+  if (model::HfCheckpoint::is_model_dir(path)) return run_inspect_dir(path);
   auto opened = format::GgufFile::open(path);
   if (!opened.ok()) return fail(opened.status().message());
   const format::GgufFile& f = **opened;
@@ -99,11 +191,12 @@ int run_inspect(const std::string& path, size_t max_elements, size_t max_string)
 }  // namespace
 
 void register_inspect(CLI::App& app, CommandAction& action) {
-  CLI::App* cmd = app.add_subcommand("inspect", "Validate a GGUF file and print its contents");
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Validate a GGUF file (or model directory) and print its contents");
   auto path = std::make_shared<std::string>();
   auto max_elements = std::make_shared<size_t>(8);
   auto max_string = std::make_shared<size_t>(80);
-  cmd->add_option("model", *path, "GGUF file")->required();
+  cmd->add_option("model", *path, "GGUF file or Hugging Face model directory")->required();
   cmd->add_option("--array-items", *max_elements, "Array elements shown per key")
       ->capture_default_str();
   cmd->add_option("--string-bytes", *max_string, "Bytes shown per string before shortening")

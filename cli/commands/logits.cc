@@ -18,7 +18,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("logits", "Print prompt and greedy logits as JSON");
-  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", opts->model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", opts->n_predict, "Greedy tokens to generate")
       ->check(CLI::Range(0, 1 << 20));

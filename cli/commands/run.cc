@@ -21,7 +21,7 @@ void register_run(CLI::App& app, CommandAction& action) {
   opts->params.top_p = 0.95f;
   opts->params.min_p = 0.05f;
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt");
-  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", opts->model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", opts->n_predict, "Tokens to generate")
       ->check(CLI::Range(1, 1 << 24));

@@ -143,7 +143,7 @@ void register_serve(CLI::App& app, CommandAction& action) {
   auto opts = std::make_shared<ServeOpts>();
   ServeOpts& o = *opts;
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  cmd->add_option("-m,--model", o.model, "GGUF model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", o.model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("--host", o.server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.server.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--served-model-name", o.engine.served_model_name,

@@ -1,5 +1,6 @@
 // pagoda tokenize: reads text from stdin and prints its token ids as a JSON array, tokenized
-// exactly as the model's GGUF vocabulary says (BOS/EOS per the vocab unless --no-bos).
+// exactly as the model's GGUF vocabulary (or a model directory's
+// tokenizer.json) says (BOS/EOS per the vocab unless --no-bos).
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -7,8 +8,7 @@
 #include <string>
 
 #include "cli/commands/commands.h"
-#include "format/gguf_file.h"
-#include "model/gguf_vocab.h"
+#include "model/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::cli {
@@ -22,7 +22,8 @@ void register_tokenize(CLI::App& app, CommandAction& action) {
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Print the token ids of stdin (all of it, newlines included) as a JSON array");
-  cmd->add_option("-m,--model", opts->model, "Model file (default: the bundled demo model)");
+  cmd->add_option("-m,--model", opts->model,
+                  "GGUF file or HF directory (default: the demo model)");
   cmd->add_flag("--no-bos", opts->no_bos, "Do not add BOS/EOS even if the vocabulary asks");
   cmd->add_flag("--no-parse-special", opts->no_parse_special,
                 "Treat control-token text like <|im_end|> as plain text");
@@ -30,12 +31,8 @@ void register_tokenize(CLI::App& app, CommandAction& action) {
     action = [opts] {
       const std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
-      auto file = format::GgufFile::open(path);
-      if (!file.ok()) return fail(file.status().message());
-      auto vocab = model::load_vocab(**file);
-      if (!vocab.ok()) return fail(path + ": " + vocab.status().message());
-      auto tok = tokenizer::Tokenizer::create(std::move(vocab).value());
-      if (!tok.ok()) return fail(path + ": " + tok.status().message());
+      auto tok = model::load_tokenizer(path);
+      if (!tok.ok()) return fail(tok.status().message());
 
       std::string text((std::istreambuf_iterator<char>(std::cin)),
                        std::istreambuf_iterator<char>());

@@ -1,5 +1,7 @@
 #include "model/model_loader.h"
 
+#include <filesystem>
+
 #include "format/gguf_file.h"
 #include "model/arch/arch.h"
 #include "model/gguf_vocab.h"
@@ -57,7 +59,9 @@ Result<LoadedModel> load_hf_model(const std::string& path) {
 
 Result<std::unique_ptr<tokenizer::Tokenizer>> load_tokenizer(const std::string& path,
                                                              std::string* chat_template) {
-  if (HfCheckpoint::is_model_dir(path)) {
+  std::error_code ec;
+  if (HfCheckpoint::is_model_dir(path) ||
+      std::filesystem::is_regular_file(std::filesystem::path(path) / "tokenizer.json", ec)) {
     PAGODA_ASSIGN_OR_RETURN(HfTokenizerFiles files, load_hf_tokenizer(path));
     if (chat_template != nullptr) *chat_template = std::move(files.chat_template);
     auto tok = tokenizer::Tokenizer::create(std::move(files.vocab));

@@ -33,8 +33,9 @@ Result<std::unique_ptr<Model>> load_model_from_gguf(std::shared_ptr<const format
 // chat template (and, for directories, the generation defaults).
 Result<LoadedModel> load_model(const std::string& path);
 
-// The tokenizer alone (no weights are opened), from a GGUF file or a model directory; the chat
-// template too when `chat_template` is not null.
+// The tokenizer alone (no weights are opened), from a GGUF file, a model directory or a directory
+// holding only the tokenizer files (tokenizer.json, ...); the chat template too when
+// `chat_template` is not null.
 Result<std::unique_ptr<tokenizer::Tokenizer>> load_tokenizer(const std::string& path,
                                                              std::string* chat_template = nullptr);
 

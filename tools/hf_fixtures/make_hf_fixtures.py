@@ -11,6 +11,8 @@ Writes under DIR:
   from-gguf/qwen2-f32   qwen2-Q8_0.gguf dequantised to F32, byte-level BPE tokenizer.json;
   from-gguf/moe-f16     moe-Q8_0.gguf dequantised to F16 in Mixtral's layout (one tensor per
                         expert, block_sparse_moe.*);
+                        each from-gguf dir also has reference.json (float64 PyTorch logits of the
+                        first prompt tokens of the fixture's llama.cpp reference, as below);
   tokenizers/NAME       tokenizer.json + tokenizer_config.json for the tokenizer fixture vocabs
                         (llama-spm, gpt-2);
   random/NAME           random-weight Mistral (BF16, head_dim != hidden/heads, linear RoPE
@@ -280,7 +282,10 @@ def unpermute(w, n_head):
             .reshape(w.shape))
 
 
-def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=None):
+def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=None,
+                 ref_tokens=None):
+    """ref_tokens: also write reference.json, the float64 PyTorch logits of these tokens with the
+    weights as stored (as for the random checkpoints)."""
     arch = g.arch()
     kv = g.kv
     n_layers = kv[f"{arch}.block_count"]
@@ -361,6 +366,13 @@ def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=No
                 "do_sample": True, "temperature": 0.6, "top_p": 0.9, "top_k": 40,
                 "repetition_penalty": 1.1, "transformers_version": "4.45.0"})
     write_tokenizer_from_gguf(g, out_dir, chat_template)
+    if ref_tokens:
+        W = {n: torch.from_numpy(stored_values(a, d)) for n, (d, a) in tensors.items()}
+        logits = reference_forward(dict(config, head_dim=config["hidden_size"] // n_head), W,
+                                   ref_tokens)
+        write_json(os.path.join(out_dir, "reference.json"),
+                   {"tokens": ref_tokens, "dtype": weight_dtype,
+                    "logits": [[round(float(v), 6) for v in row] for row in logits]})
 
 
 # ---- random checkpoints + an independent PyTorch reference ---------------------------------
@@ -639,13 +651,20 @@ def main():
     os.makedirs(out)
     models = os.path.join(fx, "models")
 
+    def prompt_tokens(name, n=10):
+        """The first n prompt tokens of a llama.cpp reference (tokens real text gives)."""
+        with open(os.path.join(models, "reference", name + ".p1.json"), encoding="utf-8") as f:
+            return json.load(f)["prompt_tokens"][:n]
+
     llama = gguf_reader.GgufFile(os.path.join(models, "llama-F16.gguf"))
     hf_from_gguf(llama, os.path.join(out, "from-gguf/llama-f16"), "F16", 2, "LlamaForCausalLM",
-                 chat_template=CHAT_TEMPLATE)
+                 chat_template=CHAT_TEMPLATE, ref_tokens=prompt_tokens("llama-F16"))
     qwen2 = gguf_reader.GgufFile(os.path.join(models, "qwen2-Q8_0.gguf"))
-    hf_from_gguf(qwen2, os.path.join(out, "from-gguf/qwen2-f32"), "F32", 1, "Qwen2ForCausalLM")
+    hf_from_gguf(qwen2, os.path.join(out, "from-gguf/qwen2-f32"), "F32", 1, "Qwen2ForCausalLM",
+                 ref_tokens=prompt_tokens("qwen2-Q8_0", 6))
     moe = gguf_reader.GgufFile(os.path.join(models, "moe-Q8_0.gguf"))
-    hf_from_gguf(moe, os.path.join(out, "from-gguf/moe-f16"), "F16", 1, "MixtralForCausalLM")
+    hf_from_gguf(moe, os.path.join(out, "from-gguf/moe-f16"), "F16", 1, "MixtralForCausalLM",
+                 ref_tokens=prompt_tokens("moe-Q8_0"))
 
     for name in ("llama-spm", "gpt-2"):
         g = gguf_reader.GgufFile(os.path.join(fx, f"tokenizer/ggml-vocab-{name}.gguf"))
