@@ -352,10 +352,17 @@ TEST(HfConvertTest, LlamaF16RoundTripsToTheFixture) {
     EXPECT_TRUE(same) << t.name;
     identical += same ? 1 : 0;
   }
-  for (const char* key :
-       {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
-        "llama.attention.head_count", "llama.attention.head_count_kv", "llama.context_length"}) {
-    EXPECT_EQ(*(*ours)->get_uint(key), *(*theirs)->get_uint(key)) << key;
+  // Every key llama.cpp's converter wrote, with the same type and value (but the name, and the
+  // SentencePiece scores, which tokenizer.json carries as merge ranks instead).
+  for (const format::GgufKv& kv : (*theirs)->metadata()) {
+    if (kv.key == "general.name" || kv.key == "tokenizer.ggml.scores") continue;
+    const format::GgufValue* mine = (*ours)->find(kv.key);
+    ASSERT_NE(mine, nullptr) << kv.key;
+    EXPECT_EQ(mine->type, kv.value.type) << kv.key;
+    EXPECT_EQ(mine->str, kv.value.str) << kv.key;
+    EXPECT_TRUE(
+        std::equal(mine->raw.begin(), mine->raw.end(), kv.value.raw.begin(), kv.value.raw.end()))
+        << kv.key;
   }
   std::printf("converted llama-f16 -> F16: %zu/%zu tensors byte-identical to llama-F16.gguf\n",
               identical, (*theirs)->tensors().size());
