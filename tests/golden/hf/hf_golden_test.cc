@@ -471,6 +471,48 @@ TEST(HfConvertTest, RejectsWhatIsNotADirectoryOrAType) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A Mixtral directory missing one expert matrix (rewritten by python3 as one shard without it):
+// convert names the stacked tensor and the expert, and writes nothing.
+TEST(HfConvertTest, MissingExpertIsAnError) {
+  REQUIRE_HF_FIXTURES(root);
+  const fs::path src = root / "random/mixtral-f32";
+  const fs::path dir = testing::scratch_dir() / "mixtral-missing-expert";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"}) {
+    fs::copy_file(src / f, dir / f, fs::copy_options::overwrite_existing);
+  }
+  const fs::path script = testing::scratch_dir() / "drop_expert.py";
+  std::ofstream(script) << R"(import json, struct, sys, glob
+src, out, drop = sys.argv[1], sys.argv[2], sys.argv[3]
+tensors = {}
+for path in sorted(glob.glob(src + "/model-*.safetensors")):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    for name, e in header.items():
+        if name != "__metadata__" and name != drop:
+            b, t = e["data_offsets"]
+            tensors[name] = (e["dtype"], e["shape"], data[8 + n + b:8 + n + t])
+header, blobs, off = {}, [], 0
+for name, (dtype, shape, blob) in sorted(tensors.items()):
+    header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(blob)]}
+    blobs.append(blob)
+    off += len(blob)
+text = json.dumps(header).encode()
+with open(out + "/model.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+)";
+  const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + src.string() + "' '" +
+                          dir.string() + "' model.layers.0.block_sparse_moe.experts.1.w2.weight";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const fs::path out = testing::scratch_dir() / "missing-expert.gguf";
+  const auto r = testing::run_pagoda({"convert", dir.string(), out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("blk.0.ffn_down_exps.weight: expert 1 is missing"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // ---- the CLI with a directory as -m
 // --------------------------------------------------------------
 
