@@ -629,13 +629,7 @@ int run_bench_serve(const BenchServeOpts& o_in) {
 }  // namespace
 
 void register_bench_serve(CLI::App& app, CommandAction& action) {
-  CLI::App* bench = nullptr;
-  for (CLI::App* sub : app.get_subcommands([](CLI::App* a) { return a->get_name() == "bench"; }))
-    bench = sub;
-  if (bench == nullptr) {
-    bench = app.add_subcommand("bench", "Benchmarks");
-    bench->require_subcommand(1);
-  }
+  CLI::App* bench = bench_group(app);
   auto o = std::make_shared<BenchServeOpts>();
   CLI::App* cmd = bench->add_subcommand("serve", "Load-test an OpenAI-compatible server");
   cmd->add_option("--url", o->url, "Server base URL")->capture_default_str();
