@@ -60,7 +60,7 @@ test-fuzz: deps-test $(FUZZ_DIR)/build.ninja
 	scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 format:
-	git ls-files '*.cc' '*.h' | xargs clang-format -i
+	git ls-files '*.cc' '*.h' '*.inc' | xargs clang-format-14 -i
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -174,8 +174,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = bench_group(app);
-  cmd->add_option("-m,--model", opts->model,
-                  "GGUF file or HF directory (default: the demo model)");
+  cmd->add_option("-m,--model", opts->model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_option("-p,--n-prompt", opts->prompt_len, "Prompt tokens for the prefill test")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-n,--n-gen", opts->gen_len, "Decode steps per decode test")

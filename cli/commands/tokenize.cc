@@ -22,8 +22,7 @@ void register_tokenize(CLI::App& app, CommandAction& action) {
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Print the token ids of stdin (all of it, newlines included) as a JSON array");
-  cmd->add_option("-m,--model", opts->model,
-                  "GGUF file or HF directory (default: the demo model)");
+  cmd->add_option("-m,--model", opts->model, "GGUF file or HF directory (default: the demo model)");
   cmd->add_flag("--no-bos", opts->no_bos, "Do not add BOS/EOS even if the vocabulary asks");
   cmd->add_flag("--no-parse-special", opts->no_parse_special,
                 "Treat control-token text like <|im_end|> as plain text");

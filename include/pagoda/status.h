@@ -93,13 +93,13 @@ class [[nodiscard]] Result {
   static_assert(!std::is_same_v<std::remove_cvref_t<T>, Status>, "use Status");
 
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}         // NOLINT: implicit
   Result(Status status) : v_(std::in_place_index<1>, std::move(status)) {}  // NOLINT
   template <typename U>
-    requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::remove_cvref_t<U>, T> &&
-             !std::is_same_v<std::remove_cvref_t<U>, Status> &&
-             !std::is_same_v<std::remove_cvref_t<U>, Result<T>>)
-  Result(U&& value) : v_(std::in_place_index<0>, T(std::forward<U>(value))) {}  // NOLINT
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, T> &&
+           !std::is_same_v<std::remove_cvref_t<U>, Status> &&
+           !std::is_same_v<std::remove_cvref_t<U>, Result<T>>) Result(U&& value)
+      : v_(std::in_place_index<0>, T(std::forward<U>(value))) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
   const Status& status() const {
@@ -122,7 +122,9 @@ class [[nodiscard]] Result {
 };
 
 namespace detail {
-inline Status to_status(Status s) { return s; }
+inline Status to_status(Status s) {
+  return s;
+}
 template <typename T>
 Status to_status(Result<T>&& r) {
   return std::move(r).take_status();
@@ -135,16 +137,16 @@ Status to_status(Result<T>&& r) {
 #define PAGODA_CONCAT_(a, b) PAGODA_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` (a Status) is not ok.
-#define PAGODA_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::pagoda::Status pagoda_status_ = (expr);         \
-    if (!pagoda_status_.ok()) return pagoda_status_;  \
+#define PAGODA_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::pagoda::Status pagoda_status_ = (expr);        \
+    if (!pagoda_status_.ok()) return pagoda_status_; \
   } while (0)
 
 // PAGODA_ASSIGN_OR_RETURN(auto x, make_x()); returns the error Status on failure.
 #define PAGODA_ASSIGN_OR_RETURN(lhs, expr) \
   PAGODA_ASSIGN_OR_RETURN_IMPL_(PAGODA_CONCAT_(pagoda_result_, __LINE__), lhs, expr)
-#define PAGODA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)            \
-  auto tmp = (expr);                                             \
-  if (!tmp.ok()) return std::move(tmp).take_status();            \
+#define PAGODA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  if (!tmp.ok()) return std::move(tmp).take_status(); \
   lhs = std::move(tmp).value()

@@ -10,7 +10,7 @@
 namespace pagoda {
 
 template <typename T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 constexpr std::optional<T> checked_add(T a, T b) {
   T out;
   if (__builtin_add_overflow(a, b, &out)) return std::nullopt;
@@ -18,7 +18,7 @@ constexpr std::optional<T> checked_add(T a, T b) {
 }
 
 template <typename T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 constexpr std::optional<T> checked_sub(T a, T b) {
   T out;
   if (__builtin_sub_overflow(a, b, &out)) return std::nullopt;
@@ -26,7 +26,7 @@ constexpr std::optional<T> checked_sub(T a, T b) {
 }
 
 template <typename T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 constexpr std::optional<T> checked_mul(T a, T b) {
   T out;
   if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
@@ -35,7 +35,7 @@ constexpr std::optional<T> checked_mul(T a, T b) {
 
 // Converts between integer types, failing if the value does not fit.
 template <typename To, typename From>
-  requires std::is_integral_v<To> && std::is_integral_v<From>
+requires std::is_integral_v<To> && std::is_integral_v<From>
 constexpr std::optional<To> checked_cast(From v) {
   To out;
   if (__builtin_add_overflow(v, From{0}, &out)) return std::nullopt;
@@ -43,7 +43,9 @@ constexpr std::optional<To> checked_cast(From v) {
 }
 
 // True if `align` is a non-zero power of two.
-constexpr bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+constexpr bool is_power_of_two(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 // Rounds `v` up to a multiple of `align` (a power of two); nullopt on overflow.
 constexpr std::optional<uint64_t> checked_align_up(uint64_t v, uint64_t align) {

@@ -61,7 +61,9 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
-MappedFile::~MappedFile() { reset(); }
+MappedFile::~MappedFile() {
+  reset();
+}
 
 void MappedFile::reset() {
   if (data_ != nullptr && size_ > 0) ::munmap(const_cast<uint8_t*>(data_), size_);

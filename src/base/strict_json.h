@@ -48,8 +48,7 @@ class Checker final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& ex) override {
-    error = fmt::format("invalid JSON at byte {}: {}", position == 0 ? 0 : position - 1,
-                        ex.what());
+    error = fmt::format("invalid JSON at byte {}: {}", position == 0 ? 0 : position - 1, ex.what());
     return false;
   }
 

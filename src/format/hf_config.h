@@ -57,8 +57,8 @@ struct HfTokenizerConfig {
   std::vector<std::pair<std::string, std::string>> named_chat_templates;  // the list, if a list
   // Special token texts: a string or an AddedToken dict's "content".
   std::optional<std::string> bos_token, eos_token, unk_token, pad_token;
-  std::optional<bool> add_bos_token, add_eos_token, clean_up_tokenization_spaces,
-      add_prefix_space, legacy;
+  std::optional<bool> add_bos_token, add_eos_token, clean_up_tokenization_spaces, add_prefix_space,
+      legacy;
   std::optional<std::string> tokenizer_class;
 };
 

@@ -136,9 +136,10 @@ std::optional<tensor::DType> st_compute_dtype(StDType dtype) {
 
 Result<tensor::DType> SafetensorsFile::compute_dtype(const StTensor& tensor) {
   if (auto d = st_compute_dtype(tensor.dtype)) return *d;
-  return unimplemented("tensor \"{}\" has dtype {}, which pagoda cannot compute with (F32, F16, "
-                       "BF16 are supported)",
-                       shorten(tensor.name), st_dtype_name(tensor.dtype));
+  return unimplemented(
+      "tensor \"{}\" has dtype {}, which pagoda cannot compute with (F32, F16, "
+      "BF16 are supported)",
+      shorten(tensor.name), st_dtype_name(tensor.dtype));
 }
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
@@ -252,16 +253,16 @@ Status SafetensorsFile::parse_header() {
     for (uint64_t d : t.shape) {
       auto next = checked_mul<uint64_t>(count, d);
       if (!next) {
-        return invalid_argument("tensor \"{}\": shape {} overflows the element count",
-                                shorten(key), shape_str(t.shape));
+        return invalid_argument("tensor \"{}\": shape {} overflows the element count", shorten(key),
+                                shape_str(t.shape));
       }
       count = *next;
     }
     t.num_elements = count;
     const auto nbytes = checked_mul<uint64_t>(count, st_dtype_size(t.dtype));
     if (!nbytes) {
-      return invalid_argument("tensor \"{}\": shape {} of {} overflows the byte size",
-                              shorten(key), shape_str(t.shape), st_dtype_name(t.dtype));
+      return invalid_argument("tensor \"{}\": shape {} of {} overflows the byte size", shorten(key),
+                              shape_str(t.shape), st_dtype_name(t.dtype));
     }
     if (*nbytes != t.end - t.begin) {
       return invalid_argument(

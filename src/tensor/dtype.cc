@@ -69,7 +69,9 @@ const DTypeInfo& dtype_info(DType dtype) {
   return kInfos[0];  // unreachable for valid enum values
 }
 
-std::string_view dtype_name(DType dtype) { return dtype_info(dtype).name; }
+std::string_view dtype_name(DType dtype) {
+  return dtype_info(dtype).name;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& info : kInfos) {

@@ -159,8 +159,8 @@ Status read_token_table(const json& root, const json& model, TokenTable& t) {
       const json* id = member(a, "id");
       if (id == nullptr || !id->is_number_unsigned() ||
           id->get<uint64_t>() >= static_cast<uint64_t>(kMaxTokens)) {
-        return invalid_argument("{}: added_tokens[{}].id is missing or not an id in [0, {})",
-                                kFile, i, kMaxTokens);
+        return invalid_argument("{}: added_tokens[{}].id is missing or not an id in [0, {})", kFile,
+                                i, kMaxTokens);
       }
       max_id = std::max(max_id, id->get<int64_t>());
     }
@@ -176,7 +176,8 @@ Status read_token_table(const json& root, const json& model, TokenTable& t) {
       return invalid_argument("{}: model.vocab gives id {} to both \"{}\" and \"{}\"", kFile, id,
                               shorten(t.texts[id]), shorten(text));
     }
-    if (text.empty()) return invalid_argument("{}: model.vocab has an empty token (id {})", kFile, id);
+    if (text.empty())
+      return invalid_argument("{}: model.vocab has an empty token (id {})", kFile, id);
     t.texts[id] = text;
     t.model_ids.emplace(text, static_cast<TokenId>(id));
   }
@@ -223,9 +224,10 @@ Status read_merges(const json& model, std::vector<std::pair<std::string, std::st
       const size_t space = s.find(' ');
       if (space == std::string::npos || space == 0 || space + 1 >= s.size() ||
           s.find(' ', space + 1) != std::string::npos) {
-        return invalid_argument("{}: model.merges[{}] \"{}\" is not two tokens separated by one "
-                                "space",
-                                kFile, i, shorten(s));
+        return invalid_argument(
+            "{}: model.merges[{}] \"{}\" is not two tokens separated by one "
+            "space",
+            kFile, i, shorten(s));
       }
       out.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string() &&
@@ -271,17 +273,19 @@ Result<std::string> byte_level_pre(const std::vector<Component>& pre,
     }
   }
   if (regexes.size() != 1) {
-    return unimplemented("{}: byte-level pre_tokenizer with {} regexes is not supported (one "
-                         "Split regex or ByteLevel's own)",
-                         kFile, regexes.size());
+    return unimplemented(
+        "{}: byte-level pre_tokenizer with {} regexes is not supported (one "
+        "Split regex or ByteLevel's own)",
+        kFile, regexes.size());
   }
   for (const KnownRegex& known : kKnownRegexes) {
     if (regexes[0] == known.pattern) return std::string(known.pre);
   }
   notes.push_back("unknown regex");
-  return unimplemented("{}: the pre_tokenizer regex \"{}\" is not one pagoda knows (GPT-2, "
-                       "Llama-3 and Qwen2 patterns are supported)",
-                       kFile, shorten(regexes[0]));
+  return unimplemented(
+      "{}: the pre_tokenizer regex \"{}\" is not one pagoda knows (GPT-2, "
+      "Llama-3 and Qwen2 patterns are supported)",
+      kFile, shorten(regexes[0]));
 }
 
 struct SpmPipeline {
@@ -315,7 +319,8 @@ Status spm_normalizers(const std::vector<Component>& norms, SpmPipeline& p,
 Status spm_pre_tokenizers(const std::vector<Component>& pre, SpmPipeline& p,
                           std::vector<std::string>& notes) {
   for (const Component& c : pre) {
-    if (c.type != "Metaspace") return unsupported(c, "SentencePiece-style pipelines take Metaspace");
+    if (c.type != "Metaspace")
+      return unsupported(c, "SentencePiece-style pipelines take Metaspace");
     PAGODA_ASSIGN_OR_RETURN(auto replacement, opt_string(*c.obj, "replacement", c.field));
     if (replacement.value_or(std::string(kSpaceEscape)) != kSpaceEscape) {
       return unsupported(c, "its replacement is not ▁");
@@ -332,7 +337,8 @@ Status spm_pre_tokenizers(const std::vector<Component>& pre, SpmPipeline& p,
       p.add_space_prefix = legacy_prefix.value_or(true);
     }
     PAGODA_ASSIGN_OR_RETURN(auto split, opt_bool(*c.obj, "split", c.field));
-    if (split.value_or(true)) notes.push_back("Metaspace split approximated by SentencePiece merging");
+    if (split.value_or(true))
+      notes.push_back("Metaspace split approximated by SentencePiece merging");
     p.spaces_escaped = true;
   }
   return Status();
@@ -341,7 +347,8 @@ Status spm_pre_tokenizers(const std::vector<Component>& pre, SpmPipeline& p,
 Status check_decoders(const std::vector<Component>& decoders, bool byte_level) {
   for (const Component& c : decoders) {
     if (byte_level) {
-      if (c.type != "ByteLevel") return unsupported(c, "byte-level pipelines decode with ByteLevel");
+      if (c.type != "ByteLevel")
+        return unsupported(c, "byte-level pipelines decode with ByteLevel");
       continue;
     }
     if (c.type == "Replace") {
@@ -354,9 +361,10 @@ Status check_decoders(const std::vector<Component>& decoders, bool byte_level) {
       PAGODA_ASSIGN_OR_RETURN(auto content, opt_string(*c.obj, "content", c.field));
       const json* start = member(*c.obj, "start");
       const json* stop = member(*c.obj, "stop");
-      const bool ok = content.value_or("") == " " && start != nullptr &&
-                      start->is_number_unsigned() && start->get<uint64_t>() <= 1 &&
-                      (stop == nullptr || (stop->is_number_unsigned() && stop->get<uint64_t>() == 0));
+      const bool ok =
+          content.value_or("") == " " && start != nullptr && start->is_number_unsigned() &&
+          start->get<uint64_t>() <= 1 &&
+          (stop == nullptr || (stop->is_number_unsigned() && stop->get<uint64_t>() == 0));
       if (!ok) return unsupported(c, "only Strip(\" \", start <= 1, stop 0) is");
     } else if (c.type != "ByteFallback" && c.type != "Fuse" && c.type != "Metaspace") {
       return unsupported(c);
@@ -375,8 +383,8 @@ struct PostProcessing {
 Result<PostProcessing> read_post_processor(const json& root) {
   PostProcessing out;
   std::vector<Component> parts;
-  PAGODA_RETURN_IF_ERROR(flatten(member(root, "post_processor"), "post_processor", "processors",
-                                 parts));
+  PAGODA_RETURN_IF_ERROR(
+      flatten(member(root, "post_processor"), "post_processor", "processors", parts));
   out.present = !parts.empty();
   for (const Component& c : parts) {
     if (c.type != "TemplateProcessing") continue;
@@ -466,7 +474,8 @@ Result<Vocab> vocab_from_hf_tokenizer_json(std::string_view json_text,
       flatten(member(root, "pre_tokenizer"), "pre_tokenizer", "pretokenizers", pres));
   PAGODA_RETURN_IF_ERROR(flatten(member(root, "decoder"), "decoder", "decoders", decoders));
   bool byte_level = false;
-  for (const Component& c : pres) byte_level = byte_level || c.type == "ByteLevel";
+  for (const Component& c : pres)
+    byte_level = byte_level || c.type == "ByteLevel";
 
   HfTokenizerSummary sum;
   Vocab vocab;
@@ -497,9 +506,10 @@ Result<Vocab> vocab_from_hf_tokenizer_json(std::string_view json_text,
     PAGODA_RETURN_IF_ERROR(spm_normalizers(norms, p, sum.notes));
     PAGODA_RETURN_IF_ERROR(spm_pre_tokenizers(pres, p, sum.notes));
     if (!p.spaces_escaped) {
-      return unimplemented("{}: a BPE pipeline that neither maps spaces to ▁ (Replace / Metaspace) "
-                           "nor is byte-level is not supported",
-                           kFile);
+      return unimplemented(
+          "{}: a BPE pipeline that neither maps spaces to ▁ (Replace / Metaspace) "
+          "nor is byte-level is not supported",
+          kFile);
     }
     PAGODA_RETURN_IF_ERROR(check_decoders(decoders, false));
     if (ignore_merges.value_or(false)) {

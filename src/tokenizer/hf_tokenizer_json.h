@@ -42,9 +42,9 @@ namespace pagoda::tokenizer {
 // What comes from outside tokenizer.json (tokenizer_config.json, generation_config.json).
 struct HfTokenizerOptions {
   std::optional<std::string> bos_token, eos_token, unk_token, pad_token;  // token texts
-  std::optional<bool> add_bos, add_eos;     // add_bos_token / add_eos_token
-  std::optional<bool> clean_up_spaces;      // clean_up_tokenization_spaces
-  std::vector<int64_t> extra_eos_ids;       // more end-of-generation ids (generation_config)
+  std::optional<bool> add_bos, add_eos;  // add_bos_token / add_eos_token
+  std::optional<bool> clean_up_spaces;   // clean_up_tokenization_spaces
+  std::vector<int64_t> extra_eos_ids;    // more end-of-generation ids (generation_config)
 };
 
 // How the pipeline was mapped, for messages (pagoda inspect).

@@ -54,8 +54,8 @@ std::optional<int32_t> take_index(std::string_view& s) {
 // (the model is still usable with the engine's defaults).
 GenerationDefaults generation_defaults_from(const format::HfGenerationConfig& g) {
   GenerationDefaults d;
-  auto keep_float = [](const std::optional<double>& v, std::string_view name, double lo,
-                       double hi, bool lo_open, std::optional<float>& out) {
+  auto keep_float = [](const std::optional<double>& v, std::string_view name, double lo, double hi,
+                       bool lo_open, std::optional<float>& out) {
     if (!v) return;
     const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
     if (!ok) {
@@ -234,8 +234,8 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
     if (by_arch || by_type) map = &m;
   }
   if (map == nullptr) {
-    const std::string got = hf.architectures.empty() ? "model_type " + hf.model_type
-                                                     : hf.architectures.front();
+    const std::string got =
+        hf.architectures.empty() ? "model_type " + hf.model_type : hf.architectures.front();
     return unimplemented(
         "config.json: architecture {} is not supported (LlamaForCausalLM, MistralForCausalLM, "
         "MixtralForCausalLM, Qwen2ForCausalLM are)",
@@ -254,14 +254,14 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
   ModelConfig c;
   c.arch = std::string(map->arch);
   c.name = hf.name_or_path.value_or("");
-  PAGODA_ASSIGN_OR_RETURN(c.num_layers, required_count(hf.num_hidden_layers,
-                                                       "num_hidden_layers", 1024));
+  PAGODA_ASSIGN_OR_RETURN(c.num_layers,
+                          required_count(hf.num_hidden_layers, "num_hidden_layers", 1024));
   PAGODA_ASSIGN_OR_RETURN(c.hidden_dim, required_count(hf.hidden_size, "hidden_size", 1 << 17));
   PAGODA_ASSIGN_OR_RETURN(c.num_heads,
                           required_count(hf.num_attention_heads, "num_attention_heads", 1024));
   if (hf.num_key_value_heads) {
-    PAGODA_ASSIGN_OR_RETURN(c.num_kv_heads, required_count(hf.num_key_value_heads,
-                                                           "num_key_value_heads", 1024));
+    PAGODA_ASSIGN_OR_RETURN(c.num_kv_heads,
+                            required_count(hf.num_key_value_heads, "num_key_value_heads", 1024));
   } else {
     c.num_kv_heads = c.num_heads;
   }
@@ -269,9 +269,10 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
     PAGODA_ASSIGN_OR_RETURN(c.head_dim, required_count(hf.head_dim, "head_dim", 1024));
   } else {
     if (c.hidden_dim % c.num_heads != 0) {
-      return invalid_argument("config.json: hidden_size {} is not a multiple of "
-                              "num_attention_heads {}",
-                              c.hidden_dim, c.num_heads);
+      return invalid_argument(
+          "config.json: hidden_size {} is not a multiple of "
+          "num_attention_heads {}",
+          c.hidden_dim, c.num_heads);
     }
     c.head_dim = c.hidden_dim / c.num_heads;
   }
@@ -294,14 +295,15 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
   if (map->experts) {
     PAGODA_ASSIGN_OR_RETURN(c.num_experts,
                             required_count(hf.num_local_experts, "num_local_experts", 1024));
-    PAGODA_ASSIGN_OR_RETURN(c.num_experts_used, required_count(hf.num_experts_per_tok,
-                                                               "num_experts_per_tok", 1024));
+    PAGODA_ASSIGN_OR_RETURN(c.num_experts_used,
+                            required_count(hf.num_experts_per_tok, "num_experts_per_tok", 1024));
   }
   if (hf.sliding_window && *hf.sliding_window > 0 && *hf.sliding_window < c.context_length &&
       (map->arch == "llama" || hf.use_sliding_window.value_or(false))) {
-    PAGODA_LOG_WARN("config.json: sliding_window {} is not applied (full attention, as llama.cpp "
-                    "does); outputs beyond {} tokens of context differ from the reference",
-                    *hf.sliding_window, *hf.sliding_window);
+    PAGODA_LOG_WARN(
+        "config.json: sliding_window {} is not applied (full attention, as llama.cpp "
+        "does); outputs beyond {} tokens of context differ from the reference",
+        *hf.sliding_window, *hf.sliding_window);
   }
 
   const ArchDef* arch = find_arch(c.arch);
@@ -326,15 +328,17 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
       const int64_t old_ctx = s.original_max_position_embeddings.value_or(8192);
       if (!(factor > 0) || factor > 1e6 || !(low > 0) || !(high > low) || high > 1e6 ||
           old_ctx <= 0 || old_ctx > (int64_t{1} << 24)) {
-        return invalid_argument("config.json: rope_scaling (llama3) factor {}, low_freq_factor "
-                                "{}, high_freq_factor {}, original_max_position_embeddings {} "
-                                "are out of range",
-                                factor, low, high, old_ctx);
+        return invalid_argument(
+            "config.json: rope_scaling (llama3) factor {}, low_freq_factor "
+            "{}, high_freq_factor {}, original_max_position_embeddings {} "
+            "are out of range",
+            factor, low, high, old_ctx);
       }
     } else if (s.type != "default" && s.type != "none") {
-      return unimplemented("config.json: rope_scaling type \"{}\" is not supported (linear, "
-                           "llama3 are)",
-                           s.type);
+      return unimplemented(
+          "config.json: rope_scaling type \"{}\" is not supported (linear, "
+          "llama3 are)",
+          s.type);
     }
   }
   return c;
@@ -369,7 +373,8 @@ Result<std::unique_ptr<HfCheckpoint>> HfCheckpoint::open(const std::string& dir)
   }
   if (ck->generation_.eos_token_ids.empty()) {
     for (int64_t id : ck->hf_config_.eos_token_id) {
-      if (id >= 0 && id <= INT32_MAX) ck->generation_.eos_token_ids.push_back(static_cast<int32_t>(id));
+      if (id >= 0 && id <= INT32_MAX)
+        ck->generation_.eos_token_ids.push_back(static_cast<int32_t>(id));
     }
   }
 
@@ -388,15 +393,17 @@ Status HfCheckpoint::open_shards() {
     auto text = read_model_file(dir_, "model.safetensors.index.json", uint64_t{256} << 20);
     if (!text.ok()) {
       if (text.status().code() != StatusCode::kNotFound) return text.status();
-      return not_found("{}: no model.safetensors or model.safetensors.index.json (only "
-                       "safetensors weights are supported)",
-                       dir_);
+      return not_found(
+          "{}: no model.safetensors or model.safetensors.index.json (only "
+          "safetensors weights are supported)",
+          dir_);
     }
     auto index = format::parse_hf_weight_index(*text);
     if (!index.ok()) return index.status().with_context(dir_);
     index_ = std::move(index).value();
     files = index_->shards;
-    if (files.empty()) return invalid_argument("{}: model.safetensors.index.json lists no files", dir_);
+    if (files.empty())
+      return invalid_argument("{}: model.safetensors.index.json lists no files", dir_);
   }
   for (const std::string& f : files) {
     auto shard = format::SafetensorsFile::open((fs::path(dir_) / f).string());
@@ -425,8 +432,8 @@ Status HfCheckpoint::map_tensors() {
                                 t.name, out.layer, config_.num_layers);
       }
       if (out.expert >= 0 && out.expert >= config_.num_experts) {
-        return invalid_argument("{}: tensor \"{}\" names expert {} of {}", file, t.name,
-                                out.expert, config_.num_experts);
+        return invalid_argument("{}: tensor \"{}\" names expert {} of {}", file, t.name, out.expert,
+                                config_.num_experts);
       }
       auto dtype = format::SafetensorsFile::compute_dtype(t);
       if (!dtype.ok()) return dtype.status().with_context(file);
@@ -450,12 +457,12 @@ Status HfCheckpoint::map_tensors() {
       if (index_) {
         auto it = index_->tensor_to_file.find(t.name);
         if (it == index_->tensor_to_file.end()) {
-          PAGODA_LOG_WARN("{}: tensor \"{}\" is not in model.safetensors.index.json", file,
-                          t.name);
+          PAGODA_LOG_WARN("{}: tensor \"{}\" is not in model.safetensors.index.json", file, t.name);
         } else if (it->second != file) {
-          return invalid_argument("tensor \"{}\" is in {} but model.safetensors.index.json "
-                                  "says {}",
-                                  t.name, file, it->second);
+          return invalid_argument(
+              "tensor \"{}\" is in {} but model.safetensors.index.json "
+              "says {}",
+              t.name, file, it->second);
         }
       }
       if (auto [it, fresh] = by_hf_name.emplace(t.name, tensors_.size()); !fresh) {
@@ -467,9 +474,10 @@ Status HfCheckpoint::map_tensors() {
   if (index_) {
     for (const auto& [name, file] : index_->tensor_to_file) {
       if (!by_hf_name.contains(name)) {
-        return invalid_argument("model.safetensors.index.json lists \"{}\" in {}, which does not "
-                                "hold it",
-                                name, file);
+        return invalid_argument(
+            "model.safetensors.index.json lists \"{}\" in {}, which does not "
+            "hold it",
+            name, file);
       }
     }
   }

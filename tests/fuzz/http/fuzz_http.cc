@@ -2,8 +2,8 @@
 // parse_generation_request: any input must give a spec or an ApiError, never a crash, a hang or
 // an allocation beyond the limits), 2 raw HTTP bytes through Beast's request parser fed in
 // pieces with the server's header/body limits.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -36,7 +36,8 @@ void fuzz_body(const std::string& body, pagoda::server::Endpoint endpoint) {
       __builtin_trap();
     }
   }
-  if (spec.stop.stop_strings.size() > static_cast<size_t>(config.max_stop_strings)) __builtin_trap();
+  if (spec.stop.stop_strings.size() > static_cast<size_t>(config.max_stop_strings))
+    __builtin_trap();
 }
 
 void fuzz_http_parser(const uint8_t* data, size_t size) {

@@ -46,13 +46,12 @@ TEST(HfConfigTest, ConfigErrorsNameTheField) {
   EXPECT_NE(bad(R"({"architectures": "Llama"})").find("architectures"), std::string::npos);
   EXPECT_NE(bad(R"({"rope_scaling": {"factor": 2}})").find("neither rope_type nor type"),
             std::string::npos);
-  EXPECT_NE(bad(R"({"rope_scaling": {"type": "linear", "factor": "2"}})")
-                .find("rope_scaling.factor"),
-            std::string::npos);
+  EXPECT_NE(
+      bad(R"({"rope_scaling": {"type": "linear", "factor": "2"}})").find("rope_scaling.factor"),
+      std::string::npos);
   EXPECT_NE(bad(R"({"a": 1, "a": 2})").find("duplicate key \"a\""), std::string::npos);
   EXPECT_NE(bad("[1]").find("not a JSON object"), std::string::npos);
-  EXPECT_NE(bad(R"({"hidden_size": 18446744073709551615})").find("hidden_size"),
-            std::string::npos);
+  EXPECT_NE(bad(R"({"hidden_size": 18446744073709551615})").find("hidden_size"), std::string::npos);
 }
 
 TEST(HfConfigTest, GenerationConfig) {
@@ -81,8 +80,8 @@ TEST(HfConfigTest, TokenizerConfigTokensAndTemplates) {
   EXPECT_TRUE(*t->add_bos_token);
   EXPECT_EQ(t->chat_template, "D");
   EXPECT_EQ(t->named_chat_templates.size(), 2u);
-  auto first = format::parse_hf_tokenizer_config(
-      R"({"chat_template": [{"name": "rag", "template": "R"}]})");
+  auto first =
+      format::parse_hf_tokenizer_config(R"({"chat_template": [{"name": "rag", "template": "R"}]})");
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->chat_template, "R");
   auto plain = format::parse_hf_tokenizer_config(R"({"chat_template": "{{ x }}"})");
@@ -102,10 +101,10 @@ TEST(HfConfigTest, WeightIndex) {
   EXPECT_EQ(idx->shards, (std::vector<std::string>{"model-00001-of-00002.safetensors",
                                                    "model-00002-of-00002.safetensors"}));
   EXPECT_EQ(idx->tensor_to_file.at("b"), "model-00002-of-00002.safetensors");
-  for (const char* bad : {R"({"weight_map": {"a": "../x.safetensors"}})",
-                          R"({"weight_map": {"a": "/etc/passwd"}})",
-                          R"({"weight_map": {"a": ".hidden"}})", R"({"weight_map": {"a": 1}})",
-                          R"({"weight_map": []})", R"({"metadata": {}})"}) {
+  for (const char* bad :
+       {R"({"weight_map": {"a": "../x.safetensors"}})", R"({"weight_map": {"a": "/etc/passwd"}})",
+        R"({"weight_map": {"a": ".hidden"}})", R"({"weight_map": {"a": 1}})",
+        R"({"weight_map": []})", R"({"metadata": {}})"}) {
     EXPECT_FALSE(format::parse_hf_weight_index(bad).ok()) << bad;
   }
 }
@@ -175,11 +174,9 @@ TEST(HfModelConfigTest, RejectsWhatItCannotRun) {
             std::string::npos);
   std::string gelu = kLlama;
   gelu.replace(gelu.find("\"silu\""), 6, "\"gelu\"");
-  EXPECT_NE(model::model_config_from_hf(*parse_hf_config(gelu), nullptr)
-                .status()
-                .message()
-                .find("gelu"),
-            std::string::npos);
+  EXPECT_NE(
+      model::model_config_from_hf(*parse_hf_config(gelu), nullptr).status().message().find("gelu"),
+      std::string::npos);
   std::string zero = kLlama;
   zero.replace(zero.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 0");
   EXPECT_NE(model::model_config_from_hf(*parse_hf_config(zero), nullptr)
@@ -210,8 +207,7 @@ TEST(HfModelConfigTest, TensorNames) {
   EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w1.weight"), "blk.1.ffn_gate.7.weight");
   EXPECT_EQ(expert, 7);
   EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w3.weight"), "blk.1.ffn_up.7.weight");
-  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w2.weight"),
-            "blk.1.ffn_down.7.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w2.weight"), "blk.1.ffn_down.7.weight");
   EXPECT_EQ(name("model.layers.0.self_attn.rotary_emb.inv_freq"), "<skip>");
   for (const char* bad : {"model.layers.01.mlp.up_proj.weight", "model.layers.x.mlp.up_proj.weight",
                           "model.layers.1.mlp.up_proj", "model.layers.1.self_attn.q_norm.weight",

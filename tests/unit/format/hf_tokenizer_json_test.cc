@@ -16,8 +16,8 @@ using nlohmann::json;
 const std::string kSpace = "\xE2\x96\x81";  // ▁
 
 json spm_json() {
-  json vocab = {{"<unk>", 0}, {"<s>", 1},         {"</s>", 2},        {"<0x0A>", 3},
-                {kSpace, 4},  {"a", 5},           {"b", 6},           {"ab", 7},
+  json vocab = {{"<unk>", 0},      {"<s>", 1},         {"</s>", 2},   {"<0x0A>", 3},
+                {kSpace, 4},       {"a", 5},           {"b", 6},      {"ab", 7},
                 {kSpace + "a", 8}, {kSpace + "ab", 9}, {"<0x62>", 10}};
   return {
       {"version", "1.0"},
@@ -57,8 +57,15 @@ json spm_json() {
 
 json byte_level_json(const json& pre_tokenizer) {
   // Byte-level texts: "Ġ" is the space byte.
-  json vocab = {{"a", 0}, {"b", 1}, {"\xC4\xA0", 2}, {"ab", 3}, {"\xC4\xA0" "ab", 4},
-                {"c", 5}, {"abc", 6}};
+  json vocab = {{"a", 0},
+                {"b", 1},
+                {"\xC4\xA0", 2},
+                {"ab", 3},
+                {"\xC4\xA0"
+                 "ab",
+                 4},
+                {"c", 5},
+                {"abc", 6}};
   return {{"added_tokens", {{{"id", 7}, {"content", "<|end|>"}, {"special", true}}}},
           {"normalizer", nullptr},
           {"pre_tokenizer", pre_tokenizer},
@@ -204,12 +211,11 @@ TEST(HfTokenizerJsonTest, UnsupportedComponentsAreNamed) {
   unimpl(j, "neither maps spaces");
   j = byte_level_json({{"type", "ByteLevel"}, {"add_prefix_space", true}});
   unimpl(j, "add_prefix_space");
-  j = byte_level_json({{"type", "Sequence"},
-                       {"pretokenizers",
-                        {{{"type", "Split"},
-                          {"pattern", {{"Regex", "\\d+"}}},
-                          {"behavior", "Isolated"}},
-                         {{"type", "ByteLevel"}, {"use_regex", false}}}}});
+  j = byte_level_json(
+      {{"type", "Sequence"},
+       {"pretokenizers",
+        {{{"type", "Split"}, {"pattern", {{"Regex", "\\d+"}}}, {"behavior", "Isolated"}},
+         {{"type", "ByteLevel"}, {"use_regex", false}}}}});
   unimpl(j, "regex \"\\d+\"");
   j = byte_level_json(gpt2_pre);
   j["model"]["continuing_subword_prefix"] = "##";

@@ -15,8 +15,8 @@ namespace pagoda::format {
 namespace {
 
 // 8-byte length + header text + `data` bytes (header padded with spaces to `pad_to`).
-std::vector<uint8_t> image(std::string header, const std::vector<uint8_t>& data,
-                           size_t pad_to = 8, std::optional<uint64_t> n_override = {}) {
+std::vector<uint8_t> image(std::string header, const std::vector<uint8_t>& data, size_t pad_to = 8,
+                           std::optional<uint64_t> n_override = {}) {
   while (pad_to > 1 && header.size() % pad_to != 0)
     header.push_back(' ');
   const uint64_t n = n_override.value_or(header.size());
@@ -52,11 +52,10 @@ TEST(SafetensorsTest, ReadsTensorsInDataOrderWithMetadata) {
   const uint16_t bf16[2] = {0x3f80, 0xc000};  // 1.0, -2.0
   data.insert(data.end(), reinterpret_cast<const uint8_t*>(bf16),
               reinterpret_cast<const uint8_t*>(bf16) + 4);
-  const auto img = image(
-      R"({"__metadata__":{"format":"pt","note":"x"},)"
-      R"("a":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]},)"
-      R"("b":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})",
-      data);
+  const auto img = image(R"({"__metadata__":{"format":"pt","note":"x"},)"
+                         R"("a":{"dtype":"BF16","shape":[2],"data_offsets":[24,28]},)"
+                         R"("b":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})",
+                         data);
   auto f = SafetensorsFile::parse(img);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
   const auto& ts = (*f)->tensors();
@@ -102,9 +101,10 @@ TEST(SafetensorsTest, KnownButUnsupportedDtypesFailOnUse) {
     const auto t = st_dtype_from_name(dtype);
     ASSERT_TRUE(t.has_value()) << dtype;
     const uint32_t size = st_dtype_size(*t);
-    const auto img = image(fmt::format(R"({{"w":{{"dtype":"{}","shape":[2],"data_offsets":[0,{}]}}}})",
-                                       dtype, 2 * size),
-                           std::vector<uint8_t>(2 * size));
+    const auto img =
+        image(fmt::format(R"({{"w":{{"dtype":"{}","shape":[2],"data_offsets":[0,{}]}}}})", dtype,
+                          2 * size),
+              std::vector<uint8_t>(2 * size));
     auto f = SafetensorsFile::parse(img);
     ASSERT_TRUE(f.ok()) << dtype << ": " << f.status().to_string();
     auto d = SafetensorsFile::compute_dtype((*f)->tensors()[0]);
@@ -134,12 +134,12 @@ TEST(SafetensorsTest, JsonErrors) {
   EXPECT_NE(parse_error(image("{} {}", {})).find("invalid JSON"), std::string::npos);
   EXPECT_NE(parse_error(image("{/*c*/}", {})).find("invalid JSON"), std::string::npos);
   EXPECT_NE(parse_error(image("[]", {})).find("not a JSON object"), std::string::npos);
-  EXPECT_NE(parse_error(image(std::string(100, '[') + std::string(100, ']'), {}))
-                .find("nesting deeper"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(image(std::string(100, '[') + std::string(100, ']'), {})).find("nesting deeper"),
+      std::string::npos);
   const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
-  const std::string dup = parse_error(image("{\"w\":" + entry + ",\"w\":" + entry + "}",
-                                            bytes_of({1.0f})));
+  const std::string dup =
+      parse_error(image("{\"w\":" + entry + ",\"w\":" + entry + "}", bytes_of({1.0f})));
   EXPECT_NE(dup.find("duplicate key \"w\""), std::string::npos) << dup;
   const std::string dup_field = one(R"({"dtype":"F32","dtype":"F16","shape":[1],)"
                                     R"("data_offsets":[0,4]})",

@@ -184,7 +184,8 @@ TEST(SamplerTest, RestoreContinuesTheSameStream) {
   p.seed = 42;
   p.presence_penalty = 0.3f;
   std::vector<float> logits(20);
-  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(std::cos(i * 0.9));
+  for (size_t i = 0; i < logits.size(); ++i)
+    logits[i] = static_cast<float>(std::cos(i * 0.9));
   Sampler full(p, 20, {});
   std::vector<int32_t> tokens;
   for (int i = 0; i < 30; ++i) {

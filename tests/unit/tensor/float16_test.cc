@@ -19,8 +19,8 @@ TEST(Float16Test, KnownValues) {
   EXPECT_EQ(fp16_to_fp32(0x3c00), 1.0f);
   EXPECT_EQ(fp16_to_fp32(0xc000), -2.0f);
   EXPECT_EQ(fp16_to_fp32(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7c00);     // rounds to inf
-  EXPECT_EQ(fp32_to_fp16(65504.0f), 0x7bff);     // max half
+  EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7c00);                      // rounds to inf
+  EXPECT_EQ(fp32_to_fp16(65504.0f), 0x7bff);                      // max half
   EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
   EXPECT_TRUE(std::isnan(fp16_to_fp32(fp32_to_fp16(NAN))));
 }
