@@ -1,7 +1,9 @@
 // pagoda bench engine: offline throughput of the serving engine (no HTTP). Keeps `concurrency`
 // requests in flight until `num_requests` have finished; prompts are random token ids from a
 // fixed seed (optionally all starting with the same `shared_prefix` tokens) and every request
-// generates exactly `output_len` tokens (ignore_eos). Reports requests/s, output and total
+// generates exactly `output_len` tokens (ignore_eos). With --range-ratio R each request's input
+// and output lengths are drawn uniformly from [L(1-R), L(1+R)] (a mixed-length load, like
+// vLLM's benchmark --random-range-ratio). Reports requests/s, output and total
 // tokens/s, TTFT and TPOT percentiles, KV utilisation (mean blocks in use over steps and the fill
 // ratio live tokens / (blocks in use x block size)), prefix-cache hit rate and preemptions.
 #include <algorithm>
@@ -30,6 +32,7 @@ struct BenchOpts {
   int32_t input_len = 128;
   int32_t output_len = 64;
   int32_t shared_prefix = 0;
+  double range_ratio = 0;
   bool json = false;
   uint64_t seed = 0;
   float temperature = 0.0f;
@@ -67,7 +70,15 @@ int run_bench(const BenchOpts& o) {
   if (!created.ok()) return fail(created.status().message());
   Engine& engine = **created;
   const ModelInfo& info = engine.model_info();
-  if (o.input_len + o.output_len > info.context_length) {
+  // Lengths of each request: [L(1-R), L(1+R)], at least 1 (inputs: at least the shared prefix).
+  const auto span_of = [&](int32_t len, int32_t floor) {
+    const auto lo = std::max<int32_t>(floor, static_cast<int32_t>(len * (1.0 - o.range_ratio)));
+    const auto hi = std::max<int32_t>(lo, static_cast<int32_t>(len * (1.0 + o.range_ratio)));
+    return std::pair<int32_t, int32_t>{lo, hi};
+  };
+  const auto [in_lo, in_hi] = span_of(o.input_len, std::max<int32_t>(1, o.shared_prefix));
+  const auto [out_lo, out_hi] = span_of(o.output_len, 1);
+  if (in_hi + out_hi > info.context_length) {
     return fail("--input-len + --output-len exceeds the context length (" +
                 std::to_string(info.context_length) + ")");
   }
@@ -86,11 +97,15 @@ int run_bench(const BenchOpts& o) {
   for (int32_t i = 0; i < o.shared_prefix; ++i)
     prefix.push_back(draw());
   std::vector<std::vector<int32_t>> prompts;
+  std::vector<int32_t> output_lens;
+  std::uniform_int_distribution<int32_t> in_len(in_lo, in_hi), out_len(out_lo, out_hi);
   for (int32_t r = 0; r < o.num_requests; ++r) {
     std::vector<int32_t> p = prefix;
-    while (static_cast<int32_t>(p.size()) < o.input_len)
+    const int32_t n = in_len(rng);
+    while (static_cast<int32_t>(p.size()) < n)
       p.push_back(draw());
     prompts.push_back(std::move(p));
+    output_lens.push_back(out_len(rng));
   }
 
   std::mutex mu;
@@ -114,7 +129,7 @@ int run_bench(const BenchOpts& o) {
     GenerateRequest req;
     req.request_id = "bench-" + std::to_string(submitted);
     req.prompt_tokens = prompts[static_cast<size_t>(submitted)];
-    req.stop.max_tokens = o.output_len;
+    req.stop.max_tokens = output_lens[static_cast<size_t>(submitted)];
     req.stop.ignore_eos = true;
     req.sampling.temperature = o.temperature;
     req.sampling.seed = o.seed + static_cast<uint64_t>(submitted);
@@ -168,6 +183,7 @@ int run_bench(const BenchOpts& o) {
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;
   j["shared_prefix"] = o.shared_prefix;
+  j["range_ratio"] = o.range_ratio;
   j["elapsed_s"] = elapsed;
   j["requests_per_s"] = o.num_requests / elapsed;
   j["output_tokens_per_s"] = static_cast<double>(output_tokens) / elapsed;
@@ -223,6 +239,9 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--shared-prefix", o->shared_prefix, "Leading prompt tokens shared by all")
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--range-ratio", o->range_ratio,
+                  "Mixed lengths: input/output lengths uniform in [L(1-R), L(1+R)]")
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_flag("--json", o->json, "Print the results as JSON");
   cmd->add_option("--seed", o->seed, "Seed for prompts and sampling");
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (0 = greedy)")

@@ -235,14 +235,15 @@ test('429 RateLimitError when the queue is full', { skip }, async () => {
   try {
     const c = new OpenAI({ baseURL: `${small.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const long = { model: modelId, prompt: 'Once', max_tokens: 400, ignore_eos: true };
-    // Eight long requests at once: one runs, one waits, the others arrive while both are busy
-    // (400 tokens take far longer than the burst) and are refused.
+    // Eight long requests at once: one runs, at most one waits, the others arrive while both
+    // slots are busy (400 tokens take far longer than the burst) and are refused.
     const results = await Promise.allSettled(
       Array.from({ length: 8 }, () => c.completions.create(long)),
     );
     const refused = results.filter((r) => r.status === 'rejected');
     const served = results.filter((r) => r.status === 'fulfilled');
-    assert.ok(served.length >= 2, `served ${served.length}`);
+    // At least the first is served (the second may still find it waiting, i.e. the queue full).
+    assert.ok(served.length >= 1, `served ${served.length}`);
     assert.ok(refused.length >= 1, 'no request was refused');
     for (const r of refused) {
       assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
