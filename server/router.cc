@@ -219,16 +219,29 @@ HttpResponse Router::model(std::string_view id) const {
   return json_response(model_object(info, std::time(nullptr)));
 }
 
+namespace {
+
+// The body of /tokenize and /detokenize: a JSON object whose optional "model" names this model.
+std::optional<ApiError> parse_model_request(const std::string& body, int32_t max_depth,
+                                            const ModelInfo& info, json& j) {
+  if (auto err = parse_json_object(body, max_depth, j)) return err;
+  if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
+    if (!m->is_string() || m->get<std::string>() != info.id) {
+      return from_status(not_found("The model does not exist."), "model");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 HttpResponse Router::tokenize(const std::string& body) const {
   const ServerConfig& cfg = state_.config();
   Engine& engine = *state_.engine();
   const ModelInfo& info = engine.model_info();
   json j;
-  if (auto err = parse_json_object(body, cfg.max_json_depth, j)) return error_response(*err);
-  if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
-    if (!m->is_string() || m->get<std::string>() != info.id) {
-      return error_response(from_status(not_found("The model does not exist."), "model"));
-    }
+  if (auto err = parse_model_request(body, cfg.max_json_depth, info, j)) {
+    return error_response(*err);
   }
   const auto flag = [&](const char* name, bool dflt, bool& out) -> std::optional<ApiError> {
     out = dflt;
@@ -279,11 +292,8 @@ HttpResponse Router::detokenize(const std::string& body) const {
   Engine& engine = *state_.engine();
   const ModelInfo& info = engine.model_info();
   json j;
-  if (auto err = parse_json_object(body, cfg.max_json_depth, j)) return error_response(*err);
-  if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
-    if (!m->is_string() || m->get<std::string>() != info.id) {
-      return error_response(from_status(not_found("The model does not exist."), "model"));
-    }
+  if (auto err = parse_model_request(body, cfg.max_json_depth, info, j)) {
+    return error_response(*err);
   }
   auto t = j.find("tokens");
   if (t == j.end() || !t->is_array()) {
