@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "tensor/dtype.h"
 
@@ -30,6 +32,20 @@ class TensorSource {
   virtual ~TensorSource() = default;
   virtual const TensorRef* find(std::string_view name) const = 0;
   virtual size_t num_tensors() const = 0;
+};
+
+// A TensorSource over a list of refs into memory that `owner` keeps alive (a mapped file); what
+// every format's source is once its tensor table is read. Names must be unique.
+class RefTensorSource final : public TensorSource {
+ public:
+  RefTensorSource(std::vector<TensorRef> refs, std::shared_ptr<const void> owner);
+  const TensorRef* find(std::string_view name) const override;
+  size_t num_tensors() const override { return refs_.size(); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::vector<TensorRef> refs_;
+  std::unordered_map<std::string_view, size_t> by_name_;
 };
 
 // A source over a validated GGUF file (shared so the mapping outlives the model).

@@ -94,37 +94,6 @@ GenerationDefaults generation_defaults_from(const format::HfGenerationConfig& g)
   return d;
 }
 
-class HfTensorSource final : public TensorSource {
- public:
-  explicit HfTensorSource(std::shared_ptr<const HfCheckpoint> checkpoint)
-      : checkpoint_(std::move(checkpoint)) {
-    refs_.reserve(checkpoint_->tensors().size());
-    for (const HfTensor& t : checkpoint_->tensors()) {
-      TensorRef r;
-      r.name = t.gguf_name;
-      r.dtype = t.dtype;
-      r.n_dims = t.n_dims;
-      for (int i = 0; i < 4; ++i)
-        r.dims[i] = t.dims[i];
-      r.data = t.data;
-      r.size_bytes = t.size_bytes;
-      refs_.push_back(r);
-    }
-    for (size_t i = 0; i < refs_.size(); ++i)
-      by_name_.emplace(refs_[i].name, i);
-  }
-  const TensorRef* find(std::string_view name) const override {
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? nullptr : &refs_[it->second];
-  }
-  size_t num_tensors() const override { return refs_.size(); }
-
- private:
-  std::shared_ptr<const HfCheckpoint> checkpoint_;
-  std::vector<TensorRef> refs_;
-  std::unordered_map<std::string_view, size_t> by_name_;
-};
-
 }  // namespace
 
 Result<std::string> read_model_file(const std::string& dir, const std::string& name,
@@ -513,7 +482,20 @@ const HfTensor* HfCheckpoint::find(std::string_view gguf_name) const {
 
 std::unique_ptr<TensorSource> make_hf_tensor_source(
     std::shared_ptr<const HfCheckpoint> checkpoint) {
-  return std::make_unique<HfTensorSource>(std::move(checkpoint));
+  std::vector<TensorRef> refs;
+  refs.reserve(checkpoint->tensors().size());
+  for (const HfTensor& t : checkpoint->tensors()) {
+    TensorRef r;
+    r.name = t.gguf_name;
+    r.dtype = t.dtype;
+    r.n_dims = t.n_dims;
+    for (int i = 0; i < 4; ++i)
+      r.dims[i] = t.dims[i];
+    r.data = t.data;
+    r.size_bytes = t.size_bytes;
+    refs.push_back(r);
+  }
+  return std::make_unique<RefTensorSource>(std::move(refs), std::move(checkpoint));
 }
 
 }  // namespace pagoda::model
