@@ -159,6 +159,18 @@ void Scheduler::preempt(Request* r, std::vector<Candidate>& chosen, int64_t& bud
   plan.preempted_ids.push_back(r->id_);
 }
 
+// The full blocks this step's tokens complete enter the prefix cache now, before they are
+// computed (as in vLLM): a request admitted later in the same step hits them. That is safe
+// because the runner writes every sequence's K/V of a layer before any attention of that layer
+// reads it, a hit never covers a sequence's last token, and nothing published here is undone by
+// a preemption (those happen before the first publish of a step). If the step fails, fail_step
+// drops the whole prefix cache, as the published blocks hold nothing valid.
+void Scheduler::publish_scheduled_blocks(const Candidate& c) {
+  kv::SequenceView view = c.r->kv_view();
+  view.num_computed_tokens = c.r->num_computed_tokens_ + c.num_new_tokens;
+  kv_.cache_blocks(view);
+}
+
 StepPlan Scheduler::schedule() {
   PAGODA_CHECK_MSG(!outstanding_step_, "schedule() called while a plan is outstanding");
   StepPlan plan;
@@ -191,6 +203,10 @@ StepPlan Scheduler::schedule() {
     chosen.push_back(Candidate{r, n, std::move(*alloc), !r->scheduled_since_admission_});
     budget -= n;
   }
+  // Preemption is over for this step: publish what the running requests will compute, so the
+  // requests admitted below can share it (see publish_scheduled_blocks).
+  for (const Candidate& c : chosen)
+    publish_scheduled_blocks(c);
 
   // 2. Waiting requests, in policy order, only when nobody had to be preempted.
   if (plan.preempted_ids.empty()) {
@@ -215,6 +231,7 @@ StepPlan Scheduler::schedule() {
       running_.push_back(r);
       num_seqs += seqs;
       chosen.push_back(Candidate{r, n, std::move(*alloc), true});
+      publish_scheduled_blocks(chosen.back());
       budget -= n;
     }
   }
@@ -376,7 +393,6 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const StepPlan& 
     Request* r = lookup(s.id);
     if (r == nullptr) continue;  // aborted while in flight
     r->in_flight_ = false;
-    kv_.cache_blocks(r->kv_view());
     if (o == nullptr) continue;
     const auto lp = [o](size_t i) { return o->logprobs.empty() ? nullptr : &o->logprobs[i]; };
     // Fork first, so every child starts from exactly the parent's tokens and blocks.
@@ -411,6 +427,8 @@ std::vector<RequestEvent> Scheduler::fail_step(const StepPlan& plan) {
   std::vector<RequestEvent> events;
   if (plan.requests.empty() || outstanding_step_ != plan.step_id) return events;
   outstanding_step_.reset();
+  // Blocks published when the step was scheduled were never written (publish_scheduled_blocks).
+  kv_.reset_prefix_cache();
   for (const ScheduledRequest& s : plan.requests) {
     Request* r = lookup(s.id);
     if (r == nullptr) continue;

@@ -119,6 +119,7 @@ class Scheduler {
   int32_t num_running_seqs() const;  // running requests plus their pending forks
   Request* pick_victim() const;
   void preempt(Request* r, std::vector<Candidate>& chosen, int64_t& budget, StepPlan& plan);
+  void publish_scheduled_blocks(const Candidate& c);
   std::optional<FinishReason> check_stop(const Request& r,
                                          std::optional<TokenId>& stop_token) const;
   // Appends one sampled token and finishes the request if it stopped; returns its event.

@@ -4,12 +4,14 @@
 // handed out here ([num_blocks][...][block_size][...], block 0 = null block).
 //
 // A sequence's life: get_computed_blocks() (cached prefix, on admission) -> allocate_slots()
-// each step before its tokens are computed -> cache_blocks() after they are computed ->
+// each step before its tokens are computed -> cache_blocks() once they are scheduled (the
+// engine publishes blocks of the step being planned; see Scheduler) ->
 // free() on finish, abort or preemption. fork() makes a child that shares the parent's blocks.
 //
 // Invariants (check_invariants() verifies them): each block's ref count equals the number of
 // block tables holding it; a table never holds a block twice nor the null block; a table covers
-// the sequence's computed tokens; only full, computed blocks carry prefix-cache hashes.
+// the sequence's computed tokens; only full blocks of computed (or scheduled) tokens carry
+// prefix-cache hashes.
 #pragma once
 
 #include <cstdint>
@@ -90,8 +92,10 @@ class KvManager {
                                                const PrefixHit* hit = nullptr,
                                                int64_t num_lookahead_tokens = 0);
 
-  // Publishes the sequence's full, computed blocks in the prefix cache (call after the step
-  // that computed them). A block whose hash another block already holds stays private.
+  // Publishes the sequence's full blocks of its first seq.num_computed_tokens tokens in the
+  // prefix cache. The caller guarantees their K/V is written before any reader of a later step
+  // or, in the same step, before it is read. A block whose hash another block holds stays
+  // private.
   void cache_blocks(const SequenceView& seq);
 
   // Returns the sequence's blocks to the pool, last block first (so tail blocks are evicted

@@ -330,6 +330,48 @@ TEST(Scheduler, PrefixCacheHitsSkipComputedTokens) {
   h.expect_pool_idle();
 }
 
+TEST(Scheduler, RequestsOfOneStepShareThePromptBlocksBeingComputed) {
+  Harness h(small_config(64, 16, 256, 4));
+  const std::vector<TokenId> system = make_prompt(64, 21);
+  std::vector<RequestId> ids;
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::vector<TokenId> prompt = system;
+    for (TokenId t : make_prompt(10, 30 + i))
+      prompt.push_back(t);
+    ids.push_back(h.add(prompt, 3));
+  }
+  const StepResult r = h.step();
+  ASSERT_EQ(r.plan.requests.size(), 3u);
+  EXPECT_EQ(entry(r.plan, ids[0])->num_computed_tokens, 0);
+  EXPECT_EQ(entry(r.plan, ids[0])->token_ids.size(), 74u);
+  for (int i = 1; i < 3; ++i) {  // the first request writes blocks 0..3 in this very step
+    EXPECT_EQ(entry(r.plan, ids[i])->num_computed_tokens, 64);
+    EXPECT_EQ(entry(r.plan, ids[i])->token_ids.size(), 10u);
+    EXPECT_EQ(entry(r.plan, ids[i])->block_table[0], entry(r.plan, ids[0])->block_table[0]);
+  }
+  EXPECT_EQ(r.plan.num_scheduled_tokens, 74 + 10 + 10);
+  EXPECT_EQ(h.scheduler().stats().num_prompt_tokens_computed, 94);
+  h.run_to_completion();
+  h.expect_reference_outputs();  // read back through the shared blocks
+  h.expect_pool_idle();
+}
+
+TEST(Scheduler, AFailedStepDropsTheBlocksItPublished) {
+  Harness h(small_config(64, 16, 256, 4));
+  const std::vector<TokenId> prompt = make_prompt(40, 22);
+  h.add(prompt, 2);
+  const StepPlan plan = h.scheduler().schedule();
+  EXPECT_EQ(h.scheduler().stats().kv.num_cached_blocks, 2);  // published when planned
+  const auto events = h.scheduler().fail_step(plan);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(h.scheduler().stats().kv.num_cached_blocks, 0);  // never written: not reusable
+  const RequestId again = h.add(prompt, 2);
+  const StepResult r = h.step();
+  EXPECT_EQ(entry(r.plan, again)->num_computed_tokens, 0);
+  h.run_to_completion();
+  h.expect_pool_idle();
+}
+
 TEST(Scheduler, CacheSaltSeparatesPrefixes) {
   Harness h(small_config(64, 16, 256, 4));
   const std::vector<TokenId> system = make_prompt(40, 5);
