@@ -14,10 +14,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 
 #include "base/check.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
 #include "kernels/quant.h"
@@ -58,6 +61,20 @@ void check_weight(const WeightView& w) {
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias) {
   const MatmulJob job{&w, y, bias};
   matmul_group(std::span<const MatmulJob>(&job, 1), x, m);
+}
+
+std::vector<uint8_t> pack_weight(const WeightView& w) {
+  check_weight(w);
+  // PAGODA_PACK=0 turns packing off (A/B benchmarks of the two layouts).
+  static const bool enabled = [] {
+    const char* env = std::getenv("PAGODA_PACK");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  const size_t bytes = cpu::packed_bytes(w);
+  if (!enabled || !cpu::active_kernels().reads_packed || bytes == 0) return {};
+  std::vector<uint8_t> out(bytes);
+  cpu::pack_weight(w, out.data());
+  return out;
 }
 
 void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {

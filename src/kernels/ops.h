@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kernels/weight_view.h"
 
@@ -13,6 +14,11 @@ namespace pagoda::kernels {
 // can_dequantize accepts; w.row_bytes == row_size_bytes(w.dtype, w.cols).
 // Each output row's value depends only on its own x row (never on m): batched == alone.
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias = nullptr);
+
+// The active ISA's pre-packed copy of w (cpu/packed_layout.h), or an empty vector when its
+// kernels have no packed layout for w.dtype. To use it, set w.packed = result.data() and keep the
+// vector alive while w is used; matmul results are bit-identical either way.
+std::vector<uint8_t> pack_weight(const WeightView& w);
 
 // One matmul of a group sharing its input (e.g. the Q, K and V projections, or gate and up).
 struct MatmulJob {

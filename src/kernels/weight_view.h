@@ -1,5 +1,7 @@
 // WeightView: a non-owning view of a 2-D weight matrix as GGUF stores it: `rows` rows (output
 // features) of `cols` elements (input features), each row `row_bytes` long in `dtype`.
+// `packed`, when set, is the same matrix in the SIMD kernels' tile layout (kernels::pack_weight,
+// cpu/packed_layout.h); kernels that know the layout read it, the others read `data`.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +17,7 @@ struct WeightView {
   int64_t cols = 0;  // input features (ggml ne[0], contiguous)
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  const uint8_t* packed = nullptr;  // optional, owned elsewhere
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

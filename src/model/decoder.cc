@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/ops.h"
 #include "kernels/quant.h"
 
 namespace pagoda::model {
@@ -95,6 +96,31 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
   rope_.theta_base = config_.rope_theta;
   rope_.freq_scale = config_.rope_freq_scale;
   rope_.freq_factors = w_.rope_freq_factors;
+  pack_weights();
+}
+
+void DecoderModel::pack_weights() {
+  const auto pack = [this](kernels::WeightView& w) {
+    if (w.data == nullptr || w.rows == 0) return;  // (dense FFN views of a MoE layer)
+    std::vector<uint8_t> bytes = kernels::pack_weight(w);
+    if (bytes.empty()) return;
+    w.packed = bytes.data();  // the vector's buffer survives the move below
+    packed_.push_back(std::move(bytes));
+  };
+  for (DecoderLayer& L : w_.layers) {
+    for (kernels::WeightView* w :
+         {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
+      pack(*w);
+    if (L.moe) {
+      pack(L.moe->router);
+      for (FfnWeights& e : L.moe->experts) {
+        pack(e.gate);
+        pack(e.up);
+        pack(e.down);
+      }
+    }
+  }
+  pack(w_.output);
 }
 
 void DecoderModel::forward_impl(const ForwardBatch& batch,

@@ -44,8 +44,12 @@ class DecoderModel final : public Model {
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                     float* logits) override;
 
+  // Gives every matmul weight the kernels' pre-packed copy where they have one.
+  void pack_weights();
+
   DecoderWeights w_;
-  std::unique_ptr<TensorSource> source_;  // keeps the weight memory alive
+  std::unique_ptr<TensorSource> source_;      // keeps the weight memory alive
+  std::vector<std::vector<uint8_t>> packed_;  // the copies the views' `packed` point into
   kernels::RopeParams rope_;
   Scratch scratch_;
 };

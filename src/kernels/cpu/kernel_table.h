@@ -37,6 +37,8 @@ struct CpuKernels {
   Isa isa = Isa::kScalar;
   // Converts m rows of x (l.n floats each, contiguous) into dst (rows l.row_bytes apart).
   void (*quantize_acts)(const ActLayout& l, const float* x, int64_t m, uint8_t* dst) = nullptr;
+  // Whether matmul_rows reads WeightView::packed (cpu/packed_layout.h) when it is set.
+  bool reads_packed = false;
   // The matmul kernel for a weight type, or nullptr for "use the reference".
   MatmulRowsFn (*matmul_rows)(tensor::DType weight) = nullptr;
   // Attention for one item (see attention.h for the math). nullptr: use the reference.

@@ -253,6 +253,17 @@ struct Shape {
 
 class MatmulTest : public ::testing::TestWithParam<DType> {};
 
+// w plus the active ISA's pre-packed copy; view.packed stays null when there is none.
+struct Packed {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+Packed packed_of(const WeightView& w) {
+  Packed p{pack_weight(w), w};
+  p.view.packed = p.bytes.empty() ? nullptr : p.bytes.data();
+  return p;
+}
+
 TEST_P(MatmulTest, MatchesGgmlSemantics) {
   const DType t = GetParam();
   const int64_t bs = tensor::dtype_info(t).block_size;
@@ -324,13 +335,18 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
       }
       for (Isa isa : supported_isas()) {
         IsaGuard guard(isa);
-        std::vector<float> got(want.size(), NAN);
-        matmul(w.view, x.data(), s.m, got.data(), b);
-        for (size_t i = 0; i < got.size(); ++i) {
-          ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
-              << isa_name(isa) << " " << tensor::dtype_name(t) << " rows " << s.rows << " cols "
-              << s.cols << " m " << s.m << " bias " << with_bias << " output " << i << ": "
-              << got[i] << " vs " << want[i];
+        const Packed packed = packed_of(w.view);
+        for (const WeightView* view : {&w.view, &packed.view}) {
+          if (view == &packed.view && view->packed == nullptr) continue;
+          std::vector<float> got(want.size(), NAN);
+          matmul(*view, x.data(), s.m, got.data(), b);
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                << isa_name(isa) << " " << tensor::dtype_name(t) << " rows " << s.rows << " cols "
+                << s.cols << " m " << s.m << " bias " << with_bias << " packed "
+                << (view->packed != nullptr) << " output " << i << ": " << got[i] << " vs "
+                << want[i];
+          }
         }
       }
     }
@@ -349,11 +365,22 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
     IsaGuard guard(isa);
     std::vector<float> batched(static_cast<size_t>(m * rows));
     matmul(w.view, x.data(), m, batched.data(), bias.data());
+    const Packed packed = packed_of(w.view);
     for (int64_t i = 0; i < m; ++i) {
       std::vector<float> alone(static_cast<size_t>(rows));
       matmul(w.view, x.data() + i * cols, 1, alone.data(), bias.data());
       EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
           << isa_name(isa) << " row " << i;
+      if (packed.view.packed == nullptr) continue;
+      matmul(packed.view, x.data() + i * cols, 1, alone.data(), bias.data());
+      EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
+          << isa_name(isa) << " packed row " << i;
+    }
+    if (packed.view.packed != nullptr) {
+      std::vector<float> packed_batched(batched.size());
+      matmul(packed.view, x.data(), m, packed_batched.data(), bias.data());
+      EXPECT_EQ(std::memcmp(packed_batched.data(), batched.data(), sizeof(float) * rows * m), 0)
+          << isa_name(isa) << " packed batch";
     }
     // And a second run gives the same bits (no thread-count dependence).
     std::vector<float> again(batched.size());
@@ -363,6 +390,22 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
     set_num_threads(saved);
     EXPECT_EQ(std::memcmp(again.data(), batched.data(), sizeof(float) * again.size()), 0)
         << isa_name(isa);
+  }
+}
+
+// The packed path is really taken where it exists: x86 ISAs pack Q4_0, the reference packs nothing.
+TEST(PackedWeightTest, X86PacksQ4_0AndTheReferenceNothing) {
+  const Weight w = make_weight(DType::kQ4_0, 13, 64, 5);
+  const Weight q8 = make_weight(DType::kQ8_0, 13, 64, 6);
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    const std::vector<uint8_t> bytes = pack_weight(w.view);
+    if (isa == Isa::kScalar) {
+      EXPECT_TRUE(bytes.empty());
+    } else {
+      EXPECT_EQ(bytes.size(), 2u * 2u * 144u) << isa_name(isa);  // 2 tiles x 2 blocks
+    }
+    EXPECT_TRUE(pack_weight(q8.view).empty()) << isa_name(isa);
   }
 }
 

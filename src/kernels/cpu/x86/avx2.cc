@@ -17,6 +17,7 @@
 
 #include "hwy/base.h"
 #include "kernels/cpu/block_layouts.h"
+#include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/softmax_exp.h"
 #include "tensor/float16.h"
 
@@ -43,6 +44,7 @@ const CpuKernels* avx2_kernels() {
     CpuKernels k;
     k.isa = Isa::kAvx2;
     k.quantize_acts = &avx2::quantize_acts;
+    k.reads_packed = true;
     k.matmul_rows = &avx2::matmul_for;
     k.attention_item = &avx2::attention_item;
     return k;

@@ -19,6 +19,7 @@
 
 #include "hwy/base.h"
 #include "kernels/cpu/block_layouts.h"
+#include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/softmax_exp.h"
 #include "tensor/float16.h"
 
@@ -45,6 +46,7 @@ const CpuKernels* avx512_kernels() {
     CpuKernels k;
     k.isa = Isa::kAvx512;
     k.quantize_acts = &avx512::quantize_acts;
+    k.reads_packed = true;
     k.matmul_rows = &avx512::matmul_for;
     k.attention_item = &avx512::attention_item;
     return k;
