@@ -9,29 +9,86 @@
 
 namespace pagoda::kernels::cpu {
 
+namespace {
+
+// Per type: elements and bytes of a block of one row, bytes of a packed tile block.
+struct PackedType {
+  int64_t block = 0;
+  size_t row_block_bytes = 0, tile_block_bytes = 0;
+};
+
+PackedType packed_type(tensor::DType t) {
+  switch (t) {
+    case tensor::DType::kQ4_0:
+      return {kQK, sizeof(BlockQ4_0), kPackedQ4_0BlockBytes};
+    case tensor::DType::kQ4_K:
+      return {kQK_K, sizeof(BlockQ4_K), kPackedQ4_KBlockBytes};
+    case tensor::DType::kQ6_K:
+      return {kQK_K, sizeof(BlockQ6_K), kPackedQ6_KBlockBytes};
+    default:
+      return {};
+  }
+}
+
+// Writes 8 rows' bytes [src_off, src_off + n) (n a multiple of 4) as n / 4 vectors of 32 bytes:
+// vector v holds at 4r + i byte src_off + 4v + i of row r.
+void interleave4(const uint8_t* const* blks, size_t src_off, size_t n, uint8_t* dst) {
+  for (size_t v = 0; v < n / 4; ++v)
+    for (int r = 0; r < kPackedTileRows; ++r)
+      std::memcpy(dst + 32 * v + 4 * r, blks[r] + src_off + 4 * v, 4);
+}
+
+// Writes 8 rows' `n` bytes at src_off one row after the other.
+void concat(const uint8_t* const* blks, size_t src_off, size_t n, uint8_t* dst) {
+  for (int r = 0; r < kPackedTileRows; ++r)
+    std::memcpy(dst + n * r, blks[r] + src_off, n);
+}
+
+void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) {
+  switch (t) {
+    case tensor::DType::kQ4_0:
+      concat(blks, 0, 2, dst);             // d
+      interleave4(blks, 2, 16, dst + 16);  // qs
+      break;
+    case tensor::DType::kQ4_K:
+      concat(blks, 0, 2, dst);                // d
+      concat(blks, 2, 2, dst + 16);           // dmin
+      concat(blks, 4, 12, dst + 32);          // scales and mins
+      interleave4(blks, 16, 128, dst + 128);  // qs
+      break;
+    case tensor::DType::kQ6_K:
+      concat(blks, 208, 2, dst);               // d
+      concat(blks, 192, 16, dst + 16);         // scales
+      interleave4(blks, 0, 128, dst + 144);    // ql
+      interleave4(blks, 128, 64, dst + 1168);  // qh
+      break;
+    default:
+      PAGODA_CHECK_MSG(false, "no packed layout");
+  }
+}
+
+}  // namespace
+
 size_t packed_bytes(const WeightView& w) {
-  if (w.dtype != tensor::DType::kQ4_0 || w.rows <= 0 || w.cols <= 0 || w.cols % kQK != 0) return 0;
+  const PackedType p = packed_type(w.dtype);
+  if (p.block == 0 || w.rows <= 0 || w.cols <= 0 || w.cols % p.block != 0) return 0;
   const auto tiles = static_cast<size_t>((w.rows + kPackedTileRows - 1) / kPackedTileRows);
-  return tiles * static_cast<size_t>(w.cols / kQK) * kPackedQ4_0BlockBytes;
+  return tiles * static_cast<size_t>(w.cols / p.block) * p.tile_block_bytes;
 }
 
 void pack_weight(const WeightView& w, uint8_t* dst) {
   PAGODA_CHECK(packed_bytes(w) > 0);
-  PAGODA_CHECK(w.row_bytes == static_cast<size_t>(w.cols / kQK) * sizeof(BlockQ4_0));
-  const int64_t nb = w.cols / kQK;
+  const PackedType p = packed_type(w.dtype);
+  const int64_t nb = w.cols / p.block;
+  PAGODA_CHECK(w.row_bytes == static_cast<size_t>(nb) * p.row_block_bytes);
   for (int64_t r0 = 0; r0 < w.rows; r0 += kPackedTileRows) {
-    const uint8_t* rows[kPackedTileRows];
-    for (int r = 0; r < kPackedTileRows; ++r)
-      rows[r] = w.row(std::min<int64_t>(r0 + r, w.rows - 1));
     for (int64_t b = 0; b < nb; ++b) {
-      const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_0);
-      for (int r = 0; r < kPackedTileRows; ++r) {
-        const uint8_t* blk = rows[r] + off;
-        std::memcpy(dst + 2 * r, blk, 2);  // d
-        for (int g = 0; g < 4; ++g)
-          std::memcpy(dst + 16 + 32 * g + 4 * r, blk + 2 + 4 * g, 4);
-      }
-      dst += kPackedQ4_0BlockBytes;
+      const uint8_t* blks[kPackedTileRows];
+      for (int r = 0; r < kPackedTileRows; ++r)  // a short last tile repeats its last row
+        blks[r] = w.row(std::min<int64_t>(r0 + r, w.rows - 1)) +
+                  static_cast<size_t>(b) * p.row_block_bytes;
+      pack_tile_block(w.dtype, blks, dst);
+      dst += p.tile_block_bytes;
     }
   }
 }

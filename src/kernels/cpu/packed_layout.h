@@ -9,7 +9,16 @@
 //   bytes [16, 144)  4 vectors of 32 bytes: vector g (0..3) holds at 4r + i byte 4g + i of row
 //                    r's nibbles qs, so its low nibbles are levels 4g + i and its high nibbles
 //                    levels 16 + 4g + i (block_layouts.h's element order).
-// Only Q4_0 has a packed layout so far; other types return 0 from packed_bytes().
+//
+// Q4_K: 1152-byte tile blocks (8 x 144, one per 256-element super-block):
+//   [0, 16) d and [16, 32) dmin (f16, row r at 2r); [32, 128) the rows' 12-byte packed scales
+//   and mins, row r at 12r; [128, 1152) 32 vectors, vector 8c + g (c, g < 4, 8) holding at
+//   4r + i byte 32c + 4g + i of row r's qs (low nibbles: sub-block 2c, high: 2c + 1).
+// Q6_K: 1680-byte tile blocks (8 x 210):
+//   [0, 16) d (f16); [16, 144) the rows' 16 int8 scales, row r at 16r; [144, 1168) 32 ql
+//   vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i] of row r;
+//   [1168, 1680) 16 qh vectors, vector 8h + g holding at 4r + i qh[32h + 4g + i] of row r.
+// Other types have no packed layout: packed_bytes() returns 0.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +30,8 @@ namespace pagoda::kernels::cpu {
 
 inline constexpr int kPackedTileRows = 8;
 inline constexpr size_t kPackedQ4_0BlockBytes = 144;
+inline constexpr size_t kPackedQ4_KBlockBytes = 1152;
+inline constexpr size_t kPackedQ6_KBlockBytes = 1680;
 
 // Bytes of w's packed copy, or 0 when w.dtype has no packed layout (or w is empty).
 size_t packed_bytes(const WeightView& w);
