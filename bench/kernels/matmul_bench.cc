@@ -23,10 +23,12 @@ using pagoda::tensor::DType;
 struct MatrixSet {
   std::vector<uint8_t> bytes;
   std::vector<WeightView> views;
+  std::vector<std::vector<uint8_t>> packed;  // each view's pre-packed copy (PAGODA_PACK=0: none)
   size_t matrix_bytes = 0;
 };
 
-// `copies` copies of one random rows x cols matrix in `t`, back to back.
+// `copies` copies of one random rows x cols matrix in `t`, back to back, each with the kernels'
+// pre-packed copy where they have one (as a loaded model has).
 const MatrixSet& matrices(DType t, int64_t rows, int64_t cols, size_t min_total_bytes) {
   static std::map<std::string, MatrixSet> cache;
   const std::string key = std::string(pagoda::tensor::dtype_name(t)) + "/" + std::to_string(rows) +
@@ -50,8 +52,11 @@ const MatrixSet& matrices(DType t, int64_t rows, int64_t cols, size_t min_total_
   }
   for (size_t c = 1; c < copies; ++c)
     std::memcpy(s.bytes.data() + c * s.matrix_bytes, s.bytes.data(), s.matrix_bytes);
-  for (size_t c = 0; c < copies; ++c)
+  for (size_t c = 0; c < copies; ++c) {
     s.views.push_back(WeightView{t, rows, cols, row_bytes, s.bytes.data() + c * s.matrix_bytes});
+    s.packed.push_back(pagoda::kernels::pack_weight(s.views.back()));
+    if (!s.packed.back().empty()) s.views.back().packed = s.packed.back().data();
+  }
   return s;
 }
 

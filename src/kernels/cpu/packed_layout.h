@@ -18,7 +18,8 @@
 //   [0, 16) d (f16); [16, 144) the rows' 16 int8 scales, row r at 16r; [144, 1168) 32 ql
 //   vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i] of row r;
 //   [1168, 1680) 16 qh vectors, vector 8h + g holding at 4r + i qh[32h + 4g + i] of row r.
-// Other types have no packed layout: packed_bytes() returns 0.
+// Other types have no packed layout: packed_bytes() returns 0. (The x86 kernels read the Q4_K
+// and Q6_K copies for several tokens only; their decode keeps the row kernels.)
 #pragma once
 
 #include <cstddef>
