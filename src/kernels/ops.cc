@@ -2,7 +2,8 @@
 // then run the active ISA's kernel (kernels/isa.h), splitting the work across OpenMP threads.
 //
 // Threading: each op that is worth it opens one OpenMP parallel region (matmul: convert the
-// activations, barrier, then each thread computes a contiguous slice of output rows; a
+// activations, barrier, then each thread computes a contiguous slice of output rows for decode,
+// or takes 64-row chunks in turn for several tokens; a
 // matmul_group does that for several weights sharing one input). Threads never split a dot
 // product, so results do not depend on the thread count. Small ops (norms, elementwise, rope) run
 // on the calling thread: at decode sizes a fork/join would cost more than they do. One region per
@@ -14,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string_view>
@@ -77,6 +79,11 @@ std::vector<uint8_t> pack_weight(const WeightView& w) {
   return out;
 }
 
+// Batches of at least this many tokens split rows dynamically, in chunks of kDynamicRows
+// (a multiple of the kernels' 8-row tile: 8 tiles keep the packed next-tile prefetch useful).
+constexpr int64_t kDynamicMinTokens = 4;
+constexpr int64_t kDynamicRows = 64;
+
 void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   PAGODA_CHECK(m >= 0);
   if (jobs.empty() || m == 0) return;
@@ -113,6 +120,10 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   }
   uint8_t* acts = act_buffer(bytes);
   const int nth = rows_total >= 16 ? threads_for(work) : 1;
+  int64_t job_items[kMaxJobs];  // chunks of kDynamicRows rows per job (dynamic schedule)
+  for (size_t j = 0; j < jobs.size(); ++j)
+    job_items[j] = (jobs[j].w->rows + kDynamicRows - 1) / kDynamicRows;
+  std::atomic<int64_t> next_item{0};
 #pragma omp parallel num_threads(nth) if (nth > 1)
   {
     const int ith = omp_get_thread_num();
@@ -124,13 +135,34 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
                       acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes);
     }
 #pragma omp barrier
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit).
-      const WeightView& w = *jobs[j].w;
-      const int64_t chunk = ((w.rows + n - 1) / n + 7) / 8 * 8;
-      const int64_t r0 = std::min(w.rows, chunk * ith), r1 = std::min(w.rows, r0 + chunk);
-      const size_t li = job_layout[j];
-      if (r0 < r1) {
+    if (m < kDynamicMinTokens || n == 1) {
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit):
+        // decode is memory-bound, and one sequential stream per thread reads fastest.
+        const WeightView& w = *jobs[j].w;
+        const int64_t chunk = ((w.rows + n - 1) / n + 7) / 8 * 8;
+        const int64_t r0 = std::min(w.rows, chunk * ith), r1 = std::min(w.rows, r0 + chunk);
+        const size_t li = job_layout[j];
+        if (r0 < r1) {
+          fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0,
+                 r1);
+        }
+      }
+    } else {
+      // Several tokens: compute-bound, so threads take kDynamicRows-row chunks of the jobs in
+      // turn; a thread slowed down by another process on its core then does fewer chunks
+      // instead of keeping the others waiting at the end of the region.
+      for (;;) {
+        int64_t item = next_item.fetch_add(1, std::memory_order_relaxed);
+        size_t j = 0;
+        while (j < jobs.size() && item >= job_items[j]) {
+          item -= job_items[j];
+          ++j;
+        }
+        if (j == jobs.size()) break;
+        const WeightView& w = *jobs[j].w;
+        const int64_t r0 = item * kDynamicRows, r1 = std::min(w.rows, r0 + kDynamicRows);
+        const size_t li = job_layout[j];
         fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0,
                r1);
       }
