@@ -51,14 +51,20 @@ void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) 
       interleave4(blks, 2, 16, dst + 16);  // qs
       break;
     case tensor::DType::kQ4_K:
-      concat(blks, 0, 2, dst);                // d
-      concat(blks, 2, 2, dst + 16);           // dmin
-      concat(blks, 4, 12, dst + 32);          // scales and mins
-      interleave4(blks, 16, 128, dst + 128);  // qs
+      concat(blks, 0, 2, dst);       // d
+      concat(blks, 2, 2, dst + 16);  // dmin
+      for (int r = 0; r < kPackedTileRows; ++r) {
+        for (int j = 0; j < 8; ++j)  // scales and mins, decoded, row-minor
+          k4_scale_min(j, blks[r] + 4, dst + 32 + 8 * j + r, dst + 96 + 8 * j + r);
+      }
+      interleave4(blks, 16, 128, dst + 160);  // qs
       break;
     case tensor::DType::kQ6_K:
-      concat(blks, 208, 2, dst);               // d
-      concat(blks, 192, 16, dst + 16);         // scales
+      concat(blks, 208, 2, dst);  // d
+      for (int r = 0; r < kPackedTileRows; ++r) {
+        for (int j = 0; j < 16; ++j)  // scales, row-minor
+          dst[16 + 8 * j + r] = blks[r][192 + j];
+      }
       interleave4(blks, 0, 128, dst + 144);    // ql
       interleave4(blks, 128, 64, dst + 1168);  // qh
       break;

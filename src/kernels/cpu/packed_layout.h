@@ -10,16 +10,17 @@
 //                    r's nibbles qs, so its low nibbles are levels 4g + i and its high nibbles
 //                    levels 16 + 4g + i (block_layouts.h's element order).
 //
-// Q4_K: 1152-byte tile blocks (8 x 144, one per 256-element super-block):
-//   [0, 16) d and [16, 32) dmin (f16, row r at 2r); [32, 128) the rows' 12-byte packed scales
-//   and mins, row r at 12r; [128, 1152) 32 vectors, vector 8c + g (c, g < 4, 8) holding at
-//   4r + i byte 32c + 4g + i of row r's qs (low nibbles: sub-block 2c, high: 2c + 1).
+// Q4_K: 1184-byte tile blocks (one per 256-element super-block; 32 bytes more than 8 rows):
+//   [0, 16) d and [16, 32) dmin (f16, row r at 2r); [32, 96) the 6-bit scales decoded to
+//   bytes, sub-block j's 8 rows at 32 + 8j + r; [96, 160) the mins likewise; [160, 1184) 32
+//   vectors, vector 8c + g (c, g < 4, 8) holding at 4r + i byte 32c + 4g + i of row r's qs (low
+//   nibbles: sub-block 2c, high: 2c + 1).
 // Q6_K: 1680-byte tile blocks (8 x 210):
-//   [0, 16) d (f16); [16, 144) the rows' 16 int8 scales, row r at 16r; [144, 1168) 32 ql
-//   vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i] of row r;
-//   [1168, 1680) 16 qh vectors, vector 8h + g holding at 4r + i qh[32h + 4g + i] of row r.
-// Other types have no packed layout: packed_bytes() returns 0. (The x86 kernels read the Q4_K
-// and Q6_K copies for several tokens only; their decode keeps the row kernels.)
+//   [0, 16) d (f16); [16, 144) the int8 scales, sub-block j's 8 rows at 16 + 8j + r;
+//   [144, 1168) 32 ql vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i]
+//   of row r; [1168, 1680) 16 qh vectors, vector 8h + g holding at 4r + i qh[32h + 4g + i].
+// Scales sit row-minor so a SIMD load gives one sub-block's scale for all 8 rows.
+// Other types have no packed layout: packed_bytes() returns 0.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,7 @@ namespace pagoda::kernels::cpu {
 
 inline constexpr int kPackedTileRows = 8;
 inline constexpr size_t kPackedQ4_0BlockBytes = 144;
-inline constexpr size_t kPackedQ4_KBlockBytes = 1152;
+inline constexpr size_t kPackedQ4_KBlockBytes = 1184;
 inline constexpr size_t kPackedQ6_KBlockBytes = 1680;
 
 // Bytes of w's packed copy, or 0 when w.dtype has no packed layout (or w is empty).
