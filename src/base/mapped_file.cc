@@ -71,4 +71,16 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
+void release_pages(const uint8_t* begin, const uint8_t* end) {
+#ifdef MADV_PAGEOUT
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(begin) / page * page;
+  const uintptr_t e = reinterpret_cast<uintptr_t>(end) / page * page;
+  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_PAGEOUT);
+#else
+  (void)begin;
+  (void)end;
+#endif
+}
+
 }  // namespace pagoda

@@ -34,4 +34,10 @@ class MappedFile {
   std::string path_;
 };
 
+// Hands the pages of [begin, end) back to the kernel (MADV_PAGEOUT: clean file pages are dropped
+// from this process, anonymous memory is kept or swapped), for memory that was read once and is
+// not needed again soon, e.g. weights already converted or re-laid-out. Purely advisory: the
+// data stays readable (refaulted from the file) and errors are ignored.
+void release_pages(const uint8_t* begin, const uint8_t* end);
+
 }  // namespace pagoda

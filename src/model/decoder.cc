@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/mapped_file.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 
@@ -106,6 +107,8 @@ void DecoderModel::pack_weights() {
     if (bytes.empty()) return;
     w.packed = bytes.data();  // the vector's buffer survives the move below
     packed_.push_back(std::move(bytes));
+    // The kernels now read the packed copy: let the original pages go (they stay readable).
+    release_pages(w.data, w.data + static_cast<size_t>(w.rows) * w.row_bytes);
   };
   for (DecoderLayer& L : w_.layers) {
     for (kernels::WeightView* w :

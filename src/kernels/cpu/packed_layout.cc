@@ -87,14 +87,19 @@ void pack_weight(const WeightView& w, uint8_t* dst) {
   const PackedType p = packed_type(w.dtype);
   const int64_t nb = w.cols / p.block;
   PAGODA_CHECK(w.row_bytes == static_cast<size_t>(nb) * p.row_block_bytes);
-  for (int64_t r0 = 0; r0 < w.rows; r0 += kPackedTileRows) {
+  const int64_t num_tiles = (w.rows + kPackedTileRows - 1) / kPackedTileRows;
+  const size_t tile_bytes = static_cast<size_t>(nb) * p.tile_block_bytes;
+  const bool parallel = static_cast<size_t>(num_tiles) * tile_bytes > (size_t{1} << 20);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < num_tiles; ++t) {
+    uint8_t* out = dst + static_cast<size_t>(t) * tile_bytes;
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blks[kPackedTileRows];
       for (int r = 0; r < kPackedTileRows; ++r)  // a short last tile repeats its last row
-        blks[r] = w.row(std::min<int64_t>(r0 + r, w.rows - 1)) +
+        blks[r] = w.row(std::min<int64_t>(t * kPackedTileRows + r, w.rows - 1)) +
                   static_cast<size_t>(b) * p.row_block_bytes;
-      pack_tile_block(w.dtype, blks, dst);
-      dst += p.tile_block_bytes;
+      pack_tile_block(w.dtype, blks, out);
+      out += p.tile_block_bytes;
     }
   }
 }

@@ -1,8 +1,6 @@
 #include "model/quantize/model_quantizer.h"
 
 #include <omp.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "base/mapped_file.h"
 #include "format/gguf_file.h"
 #include "kernels/quant.h"
 #include "tensor/float16.h"
@@ -20,21 +19,6 @@ namespace {
 
 // Elements re-encoded per chunk handed to the writer.
 constexpr uint64_t kChunkElements = uint64_t{1} << 20;
-
-// Input rows already converted are handed back to the kernel (MADV_PAGEOUT: clean file pages are
-// dropped, anonymous memory is kept), so the resident size stays small while a multi-GB input is
-// read once from front to back. Purely advisory: the data stays readable either way.
-void release_input(const uint8_t* begin, const uint8_t* end) {
-#ifdef MADV_PAGEOUT
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t b = reinterpret_cast<uintptr_t>(begin) / page * page;
-  const uintptr_t e = reinterpret_cast<uintptr_t>(end) / page * page;
-  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_PAGEOUT);
-#else
-  (void)begin;
-  (void)end;
-#endif
-}
 
 // F16 -> F32 by table (exact; about twice as fast as converting each value).
 const float* f16_table() {
@@ -80,7 +64,7 @@ Status copy_tensor(const format::GgufTensorInfo& t, size_t index, SharedProgress
     const uint64_t n = std::min(kChunk, t.size_bytes - off);
     PAGODA_RETURN_IF_ERROR(
         sink(t.bytes().subspan(static_cast<size_t>(off), static_cast<size_t>(n))));
-    release_input(t.data + off, t.data + off + n);
+    release_pages(t.data + off, t.data + off + n);
     progress.advance(index, t.name, n);
   }
   return Status();
@@ -125,7 +109,7 @@ Status requantize_tensor(const format::GgufTensorInfo& t, tensor::DType out_type
     }
     PAGODA_RETURN_IF_ERROR(
         sink(std::span<const uint8_t>(dst, static_cast<size_t>(count) * out_row)));
-    release_input(src, src + static_cast<uint64_t>(count) * in_row);
+    release_pages(src, src + static_cast<uint64_t>(count) * in_row);
     progress.advance(index, t.name, static_cast<uint64_t>(count) * in_row);
   }
   return Status();
