@@ -1,4 +1,4 @@
-// A read-only memory map of a whole file (model weights are mmapped, never copied).
+// A read-only memory map of a whole file (model weights are mmapped, not read into buffers).
 #pragma once
 
 #include <cstddef>
