@@ -312,6 +312,7 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
     shapes.push_back({m % 2 ? 1 + 3 * m : 8 * m, unit * (1 + m % 3), m});
   shapes.push_back({1, unit, 1});
   shapes.push_back({37, 5 * unit, 4});
+  shapes.push_back({43, unit, 70});  // two token chunks (64 + 6), row tiles 8 + 8 / 8 + 8 / 8 + 3
   if (bs == 1) {
     shapes.push_back({11, 3, 2});
     shapes.push_back({9, 37, 5});
