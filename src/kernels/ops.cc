@@ -9,7 +9,8 @@
 // on the calling thread: at decode sizes a fork/join would cost more than they do. One region per
 // op rather than one per forward pass: at ~1-2 us per fork/join on a warm, spinning OpenMP pool,
 // the ~5 regions per layer cost well under 2% of a decode step (see bench/kernels threading
-// benchmark), and no kernel needs to be written for a caller's thread slice.
+// benchmark), and no kernel needs to be written for a caller's thread slice. silu_mul (an exp per
+// element) is split too once a batch makes it worth a fork.
 #include "kernels/ops.h"
 
 #include <omp.h>
@@ -194,7 +195,15 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   PAGODA_CHECK(n >= 0);
-  cpu::reference::silu_mul(gate, up, n, out);
+  // An exp and a division per element (~16 multiply-adds' time): batches and prefill split it
+  // across threads in contiguous slices (elementwise, so the bits do not change).
+  const int nth = threads_for(n * 16);
+#pragma omp parallel num_threads(nth) if (nth > 1)
+  {
+    const int ith = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t i0 = n * ith / nt, i1 = n * (ith + 1) / nt;
+    cpu::reference::silu_mul(gate + i0, up + i0, i1 - i0, out + i0);
+  }
 }
 
 void softmax(float* x, int64_t rows, int64_t dim) {

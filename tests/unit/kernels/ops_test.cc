@@ -2,11 +2,13 @@
 // with aliasing, one-element rows, masked (-inf) and extreme inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "kernels/ops.h"
 
 namespace pagoda::kernels {
@@ -70,6 +72,25 @@ TEST(SiluMulTest, MatchesFormula) {
   }
   silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), g.data());  // out aliases gate
   EXPECT_EQ(g, out);
+}
+
+// Large inputs are split across threads in slices: the same bits as one thread, aliasing allowed.
+TEST(SiluMulTest, ThreadSplitEqualsOneThread) {
+  const auto g = random_vec(50001, 5, 4.0f);
+  const auto u = random_vec(50001, 6);
+  const auto n = static_cast<int64_t>(g.size());
+  const int saved = num_threads();
+  set_num_threads(1);
+  std::vector<float> one(g.size());
+  silu_mul(g.data(), u.data(), n, one.data());
+  set_num_threads(std::max(saved, 3));  // odd slices even on a 1-core machine
+  std::vector<float> split(g.size());
+  silu_mul(g.data(), u.data(), n, split.data());
+  auto in_place = g;
+  silu_mul(in_place.data(), u.data(), n, in_place.data());
+  set_num_threads(saved);
+  EXPECT_EQ(split, one);
+  EXPECT_EQ(in_place, one);
 }
 
 TEST(SoftmaxTest, MatchesFormula) {
