@@ -33,7 +33,9 @@ namespace {
 #include "kernels/cpu/x86/x86_common.inc"
 #include "kernels/cpu/x86/x86_matmul_q.inc"
 #include "kernels/cpu/x86/x86_matmul_panel.inc"
+#include "kernels/cpu/x86/x86_gemm.inc"
 #include "kernels/cpu/x86/x86_gemm_q4_0.inc"
+#include "kernels/cpu/x86/x86_gemm_k.inc"
 #include "kernels/cpu/x86/x86_matmul_f.inc"
 #include "kernels/cpu/x86/x86_attention.inc"
 // clang-format on
