@@ -183,8 +183,7 @@ TEST(GgufVocabTest, KeysOverrideDefaults) {
   GgufWriter w = spm_writer();
   w.set("tokenizer.ggml.bos_token_id", GgufWriteValue::u32(3));
   w.set("tokenizer.ggml.eos_token_id", GgufWriteValue::i32(4));
-  // Out of range: ignored with a warning, as llama.cpp does. (The GGUF reader itself already
-  // refuses out-of-range bos/eos/unk/pad/sep/eot/eom ids.)
+  // Out of range: ignored with a warning, as llama.cpp does.
   w.set("tokenizer.ggml.fim_pad_token_id", GgufWriteValue::u32(600));
   w.set("tokenizer.ggml.add_bos_token", GgufWriteValue::boolean(false));
   w.set("tokenizer.ggml.add_space_prefix", GgufWriteValue::boolean(false));
@@ -197,6 +196,19 @@ TEST(GgufVocabTest, KeysOverrideDefaults) {
   EXPECT_FALSE(v->add_bos);
   EXPECT_FALSE(v->add_space_prefix);
   EXPECT_TRUE(v->rstrip_special);
+}
+
+TEST(GgufVocabTest, OutOfRangeSpecialIdsAreIgnored) {
+  // llama.cpp loads such files (warning "bad special token") and keeps the default id.
+  GgufWriter w = spm_writer();
+  w.set("tokenizer.ggml.eos_token_id", GgufWriteValue::u32(600));
+  w.set("tokenizer.ggml.padding_token_id", GgufWriteValue::i32(-1));
+  w.set("tokenizer.ggml.unknown_token_id", GgufWriteValue::u32(1));
+  auto v = load(w);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_EQ(v->eos_id, 2);  // the SPM default
+  EXPECT_FALSE(v->pad_id.has_value());
+  EXPECT_EQ(v->unk_id, 1);
 }
 
 TEST(GgufVocabTest, BpePreTokenizerDefaults) {
