@@ -9,6 +9,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "server/openai_response.h"
+
 namespace pagoda::server {
 
 namespace {
@@ -131,11 +133,7 @@ ServerMetrics::ServerMetrics(const std::string& model_name) : impl_(std::make_un
                       .Register(r);
   for (FinishReason reason :
        {FinishReason::kStop, FinishReason::kLength, FinishReason::kAbort, FinishReason::kError}) {
-    const char* name = reason == FinishReason::kStop     ? "stop"
-                       : reason == FinishReason::kLength ? "length"
-                       : reason == FinishReason::kAbort  ? "abort"
-                                                         : "error";
-    m.success[reason] = &success.Add(m.with("finished_reason", name));
+    m.success[reason] = &success.Add(m.with("finished_reason", finish_reason_name(reason)));
   }
   m.ttft = histogram("vllm:time_to_first_token_seconds",
                      "Histogram of time to first token in seconds.", kTtftBuckets);
