@@ -160,6 +160,11 @@ Result<HfConfig> parse_hf_config(std::string_view text) {
     PAGODA_RETURN_IF_ERROR(r.read("high_freq_factor", s.high_freq_factor));
     PAGODA_RETURN_IF_ERROR(
         r.read("original_max_position_embeddings", s.original_max_position_embeddings));
+    PAGODA_RETURN_IF_ERROR(r.read("beta_fast", s.beta_fast));
+    PAGODA_RETURN_IF_ERROR(r.read("beta_slow", s.beta_slow));
+    PAGODA_RETURN_IF_ERROR(r.read("attention_factor", s.attention_factor));
+    PAGODA_RETURN_IF_ERROR(r.read("mscale", s.mscale));
+    PAGODA_RETURN_IF_ERROR(r.read("mscale_all_dim", s.mscale_all_dim));
     c.rope_scaling = std::move(s);
   }
   return c;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string_view>
@@ -191,6 +192,18 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
   PAGODA_CHECK(params.freq_factors.empty() ||
                params.freq_factors.size() == static_cast<size_t>(params.rot_dims / 2));
   cpu::reference::rope(x, num_tokens, num_heads, head_dim, positions, params);
+}
+
+std::array<float, 2> rope_yarn_corr_dims(int32_t rot_dims, int32_t n_ctx_orig, float freq_base,
+                                         float beta_fast, float beta_slow) {
+  const auto corr_dim = [&](float n_rot) {
+    return static_cast<float>(rot_dims) *
+           std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2 * static_cast<float>(M_PI))) /
+           (2 * std::log(freq_base));
+  };
+  const float start = std::floor(corr_dim(beta_fast));
+  const float end = std::ceil(corr_dim(beta_slow));
+  return {std::max(0.0f, start), std::min(static_cast<float>(rot_dims - 1), end)};
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {

@@ -2,6 +2,7 @@
 // Each function dispatches to the best ISA path selected at startup (see kernels/cpu/).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -44,8 +45,8 @@ enum class RopeStyle {
   kNeox,         // pairs (i, i + d/2): qwen2, HF rotate-half
 };
 
-// Angles follow ggml's rope (ext_factor 0, attn_factor 1) exactly, including its float
-// recurrence theta_i = pos · base^(-2i/rot_dims) computed by repeated multiplication.
+// Angles follow ggml's rope exactly, including its float recurrence theta_i = pos ·
+// base^(-2i/rot_dims) computed by repeated multiplication, and its YaRN correction (rope_yarn).
 struct RopeParams {
   RopeStyle style = RopeStyle::kInterleaved;
   int32_t rot_dims = 0;      // dims rotated per head (== head_dim for these archs)
@@ -53,7 +54,20 @@ struct RopeParams {
   float freq_scale = 1;      // 1 / linear scaling factor
   // Optional per-pair divisors (Llama-3 rope_freqs.weight), rot_dims/2 entries, or empty.
   std::span<const float> freq_factors;
+  // YaRN: with ext_factor != 0, pair i's angle mixes the interpolated (freq_scale · θ) and the
+  // extrapolated (θ) angle by ramp(i) · ext_factor, where ramp is 1 below corr_dims[0] and falls
+  // linearly to 0 at corr_dims[1], and cos/sin are scaled by attn_factor · (1 + 0.1 ln(1 /
+  // freq_scale)). ext_factor 0: plain (linearly scaled) rope, cos/sin scaled by attn_factor.
+  float ext_factor = 0;
+  float attn_factor = 1;
+  std::array<float, 2> corr_dims = {0, 0};
 };
+
+// ggml_rope_yarn_corr_dims: the pair range [start, end] over which YaRN's ramp falls, from the
+// dims whose wavelength turns beta_fast (start, floored) and beta_slow (end, ceiled) times over
+// the original context n_ctx_orig, clamped to [0, rot_dims - 1].
+std::array<float, 2> rope_yarn_corr_dims(int32_t rot_dims, int32_t n_ctx_orig, float freq_base,
+                                         float beta_fast, float beta_slow);
 
 // Rotates x[t, h, :] in place by position positions[t], for t < num_tokens, h < num_heads.
 void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,

@@ -97,6 +97,13 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
   rope_.theta_base = config_.rope_theta;
   rope_.freq_scale = config_.rope_freq_scale;
   rope_.freq_factors = w_.rope_freq_factors;
+  rope_.ext_factor = config_.rope_ext_factor;
+  rope_.attn_factor = config_.rope_attn_factor;
+  if (config_.rope_ext_factor != 0.0f) {
+    rope_.corr_dims = kernels::rope_yarn_corr_dims(config_.rope_dims, config_.rope_yarn_orig_ctx,
+                                                   config_.rope_theta, config_.rope_yarn_beta_fast,
+                                                   config_.rope_yarn_beta_slow);
+  }
   pack_weights();
 }
 

@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cmath>
 #include <string_view>
 
 #include "format/gguf_file.h"
@@ -57,6 +58,13 @@ Status validate_config(const ModelConfig& c) {
   if (!(c.rope_theta > 0) || !(c.rope_freq_scale > 0)) {
     return invalid_argument("rope.freq_base {} and scaling must be positive", c.rope_theta);
   }
+  if (c.rope_ext_factor != 0.0f && (!(c.rope_attn_factor > 0) || !(c.rope_yarn_beta_fast > 0) ||
+                                    !(c.rope_yarn_beta_slow > 0) || c.rope_yarn_orig_ctx <= 0)) {
+    return invalid_argument(
+        "rope scaling (yarn): attn_factor {}, beta_fast {}, beta_slow {}, original context {} "
+        "must be positive",
+        c.rope_attn_factor, c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, c.rope_yarn_orig_ctx);
+  }
   if (!(c.rms_norm_eps >= 0) || c.rms_norm_eps > 1) {
     return invalid_argument("attention.layer_norm_rms_epsilon {} is out of range", c.rms_norm_eps);
   }
@@ -69,6 +77,44 @@ Status validate_config(const ModelConfig& c) {
   }
   return Status();
 }
+
+namespace {
+
+// YaRN's keys (as llama.cpp reads them): original_context_length (default: context_length),
+// attn_factor (1), yarn_beta_fast / yarn_beta_slow (32 / 1); ext_factor is 1.
+Status read_yarn(const format::GgufFile& f, const std::string& a, ModelConfig& c) {
+  c.rope_ext_factor = 1.0f;
+  c.rope_yarn_orig_ctx = c.context_length;
+  if (f.find(a + "rope.scaling.original_context_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.rope_yarn_orig_ctx,
+                            get_count(f, a + "rope.scaling.original_context_length", kMaxContext));
+  }
+  const auto read_float = [&](const std::string& key, float& out) -> Status {
+    if (f.find(key) == nullptr) return Status();
+    PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
+    if (!(v > 0) || v > 1e6) return invalid_argument("{} {} is out of range", key, v);
+    out = static_cast<float>(v);
+    return Status();
+  };
+  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.attn_factor", c.rope_attn_factor));
+  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast));
+  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
+  // The scaled context is usable (vLLM derives max_model_len the same way; llama.cpp accepts a
+  // larger -c).
+  const double scaled = std::floor(static_cast<double>(c.rope_yarn_orig_ctx) / c.rope_freq_scale);
+  if (scaled > c.context_length && scaled <= kMaxContext) {
+    c.context_length = static_cast<int32_t>(scaled);
+  }
+  if (f.find(a + "rope.scaling.yarn_log_multiplier") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(double mul, f.get_float(a + "rope.scaling.yarn_log_multiplier"));
+    if (mul != 0.0) {
+      return unimplemented("rope.scaling.yarn_log_multiplier {} is not supported yet", mul);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
 
 Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
   ModelConfig c;
@@ -106,7 +152,7 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     PAGODA_ASSIGN_OR_RETURN(double eps, f.get_float(a + "attention.layer_norm_rms_epsilon"));
     c.rms_norm_eps = static_cast<float>(eps);
   }
-  // RoPE scaling: none and linear are applied here; Llama-3 style scaling arrives as the
+  // RoPE scaling: none, linear and yarn are applied here; Llama-3 style scaling arrives as the
   // rope_freqs.weight tensor (bound by the weights).
   std::string scaling = "none";
   if (f.find(a + "rope.scaling.type") != nullptr) {
@@ -120,12 +166,15 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     PAGODA_ASSIGN_OR_RETURN(factor, f.get_float(a + "rope.scale_linear"));
     scaling = "linear";
   }
-  if (scaling == "linear") {
+  if (scaling == "linear" || scaling == "yarn") {
     if (!(factor > 0) || factor > 1e6) {
       return invalid_argument("rope.scaling.factor {} is out of range", factor);
     }
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
-  } else if (scaling != "none" && !(scaling == "llama3" || factor == 1.0)) {
+  }
+  if (scaling == "yarn") {
+    PAGODA_RETURN_IF_ERROR(read_yarn(f, a, c));
+  } else if (scaling != "linear" && scaling != "none" && scaling != "llama3" && factor != 1.0) {
     return unimplemented("rope.scaling.type '{}' is not supported yet", scaling);
   }
   if (f.find(a + "expert_count") != nullptr) {

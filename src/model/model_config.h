@@ -31,7 +31,13 @@ struct ModelConfig {
   kernels::RopeStyle rope_style = kernels::RopeStyle::kInterleaved;
   int32_t rope_dims = 0;  // rotated dims per head
   float rope_theta = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  float rope_freq_scale = 1.0f;  // 1 / linear or YaRN scaling factor
+  // YaRN (rope.scaling.type yarn; see kernels::RopeParams): ext_factor 1 turns it on.
+  float rope_ext_factor = 0.0f;
+  float rope_attn_factor = 1.0f;      // rope.scaling.attn_factor
+  int32_t rope_yarn_orig_ctx = 0;     // rope.scaling.original_context_length (0: context_length)
+  float rope_yarn_beta_fast = 32.0f;  // rope.scaling.yarn_beta_fast
+  float rope_yarn_beta_slow = 1.0f;   // rope.scaling.yarn_beta_slow
 
   // Mixture of experts (0 = dense)
   int32_t num_experts = 0;

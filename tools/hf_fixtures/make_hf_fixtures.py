@@ -17,8 +17,9 @@ Writes under DIR:
                         (llama-spm, gpt-2);
   random/NAME           random-weight Mistral (BF16, head_dim != hidden/heads, linear RoPE
                         scaling), Qwen2 (F16, biases, tied embeddings, Qwen2 Split regex),
-                        Mixtral (F32, 4 experts top-2, two shards) and Llama-3 (F32, llama3 RoPE
-                        scaling, Llama-3 Split regex), each with reference.json: logits of a
+                        Mixtral (F32, 4 experts top-2, two shards), Llama-3 (F32, llama3 RoPE
+                        scaling, Llama-3 Split regex) and Qwen2 (F32, YaRN RoPE scaling), each
+                        with reference.json: logits of a
                         token sequence computed here by an independent float64 PyTorch forward
                         pass (RMSNorm, rotate-half RoPE, GQA, SwiGLU, MoE routing).
 A stamp file DIR/.complete is written last.
@@ -419,7 +420,29 @@ def rope_inv_freq(cfg):
         smoothed = (1 - smooth) * inv_llama / factor + smooth * inv_llama
         medium = (wavelen >= high_wl) & (wavelen <= low_wl)
         inv = torch.where(medium, smoothed, inv_llama)
+    if rs and rs["rope_type"] == "yarn":
+        # transformers' _compute_yarn_parameters (max_position_embeddings = original * factor
+        # here, so its two conventions for `factor` agree)
+        factor, old = rs["factor"], rs["original_max_position_embeddings"]
+        fast, slow = rs.get("beta_fast", 32), rs.get("beta_slow", 1)
+
+        def corr(n_rot):
+            return d * math.log(old / (n_rot * 2 * math.pi)) / (2 * math.log(theta))
+
+        low, high = max(math.floor(corr(fast)), 0), min(math.ceil(corr(slow)), d - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(d // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+        extrapolation = 1 - ramp
+        inv = inv / factor * (1 - extrapolation) + inv * extrapolation
     return inv
+
+
+def rope_attention_factor(cfg):
+    rs = cfg.get("rope_scaling")
+    if rs and rs["rope_type"] == "yarn":
+        return rs.get("attention_factor", 0.1 * math.log(rs["factor"]) + 1.0)
+    return 1.0
 
 
 def apply_rope(x, positions, cfg):
@@ -430,8 +453,9 @@ def apply_rope(x, positions, cfg):
     if rs and rs["rope_type"] == "linear":
         pos = pos / rs["factor"]
     ang = pos[:, None] * inv[None, :]  # [T, d/2]
-    cos = torch.cat([ang.cos(), ang.cos()], -1)[:, None, :]
-    sin = torch.cat([ang.sin(), ang.sin()], -1)[:, None, :]
+    scale = rope_attention_factor(cfg)
+    cos = torch.cat([ang.cos(), ang.cos()], -1)[:, None, :] * scale
+    sin = torch.cat([ang.sin(), ang.sin()], -1)[:, None, :] * scale
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
     return x * cos + rotated * sin
@@ -579,6 +603,13 @@ RANDOM_SPECS = {
                     "intermediate_size": 96, "num_hidden_layers": 2, "num_local_experts": 4,
                     "num_experts_per_tok": 2, "tie_word_embeddings": False, "shards": 2,
                     "tokenizer": "spm"},
+    "qwen2-yarn-f32": {"arch": "Qwen2ForCausalLM", "model_type": "qwen2", "dtype": "F32",
+                       "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                       "intermediate_size": 128, "num_hidden_layers": 2, "bias": True,
+                       "tie_word_embeddings": False,
+                       "rope_scaling": {"type": "yarn", "factor": 4.0,
+                                        "original_max_position_embeddings": 64},
+                       "tokenizer": "qwen2"},
     "llama3-f32": {"arch": "LlamaForCausalLM", "model_type": "llama", "dtype": "F32",
                    "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
                    "intermediate_size": 128, "num_hidden_layers": 2,

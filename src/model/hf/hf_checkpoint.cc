@@ -94,6 +94,45 @@ GenerationDefaults generation_defaults_from(const format::HfGenerationConfig& g)
   return d;
 }
 
+// rope_scaling type yarn: factor, original_max_position_embeddings (default: the context
+// length), beta_fast / beta_slow (32 / 1), attention_factor (the whole cos/sin scale; GGUF's
+// attn_factor multiplies ggml's 1 + 0.1 ln(factor), so it is stored divided by that). DeepSeek's
+// mscale / mscale_all_dim are refused.
+Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
+  const double factor = s.factor.value_or(0.0);
+  const int64_t orig = s.original_max_position_embeddings.value_or(c.context_length);
+  const double fast = s.beta_fast.value_or(32.0), slow = s.beta_slow.value_or(1.0);
+  if (!(factor > 0) || factor > 1e6 || orig <= 0 || orig > (int64_t{1} << 24) || !(fast > 0) ||
+      fast > 1e6 || !(slow > 0) || slow > 1e6) {
+    return invalid_argument(
+        "config.json: rope_scaling (yarn) factor {}, original_max_position_embeddings {}, "
+        "beta_fast {}, beta_slow {} are out of range",
+        factor, orig, fast, slow);
+  }
+  if (s.mscale.has_value() || s.mscale_all_dim.has_value()) {
+    return unimplemented(
+        "config.json: rope_scaling (yarn) mscale / mscale_all_dim are not "
+        "supported yet");
+  }
+  c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  c.rope_ext_factor = 1.0f;
+  c.rope_yarn_orig_ctx = static_cast<int32_t>(orig);
+  c.rope_yarn_beta_fast = static_cast<float>(fast);
+  c.rope_yarn_beta_slow = static_cast<float>(slow);
+  // The scaled context is usable (vLLM derives max_model_len the same way).
+  const double scaled = std::floor(static_cast<double>(orig) * factor);
+  if (scaled > c.context_length && scaled <= (1 << 24))
+    c.context_length = static_cast<int32_t>(scaled);
+  if (s.attention_factor.has_value()) {
+    const double af = *s.attention_factor;
+    if (!(af > 0) || af > 1e6) {
+      return invalid_argument("config.json: rope_scaling.attention_factor {} is out of range", af);
+    }
+    c.rope_attn_factor = static_cast<float>(af / (1.0 + 0.1 * std::log(factor)));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::string> read_model_file(const std::string& dir, const std::string& name,
@@ -303,10 +342,12 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
             "are out of range",
             factor, low, high, old_ctx);
       }
+    } else if (s.type == "yarn") {
+      PAGODA_RETURN_IF_ERROR(yarn_from_hf(s, c));
     } else if (s.type != "default" && s.type != "none") {
       return unimplemented(
           "config.json: rope_scaling type \"{}\" is not supported (linear, "
-          "llama3 are)",
+          "llama3, yarn are)",
           s.type);
     }
   }

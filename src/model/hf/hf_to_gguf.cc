@@ -221,6 +221,19 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     w.set(a + "rope.scaling.factor",
           GgufWriteValue::f32(static_cast<float>(ckpt.rope_linear_factor())));
   }
+  if (c.rope_ext_factor != 0.0f) {  // yarn, as llama.cpp's converter writes it
+    w.set(a + "rope.scaling.type", GgufWriteValue::string("yarn"));
+    w.set(a + "rope.scaling.factor", GgufWriteValue::f32(1.0f / c.rope_freq_scale));
+    w.set(a + "rope.scaling.original_context_length",
+          GgufWriteValue::u32(static_cast<uint32_t>(c.rope_yarn_orig_ctx)));
+    if (c.rope_attn_factor != 1.0f) {
+      w.set(a + "rope.scaling.attn_factor", GgufWriteValue::f32(c.rope_attn_factor));
+    }
+    if (c.rope_yarn_beta_fast != 32.0f || c.rope_yarn_beta_slow != 1.0f) {
+      w.set(a + "rope.scaling.yarn_beta_fast", GgufWriteValue::f32(c.rope_yarn_beta_fast));
+      w.set(a + "rope.scaling.yarn_beta_slow", GgufWriteValue::f32(c.rope_yarn_beta_slow));
+    }
+  }
   w.set(a + "attention.layer_norm_rms_epsilon", GgufWriteValue::f32(c.rms_norm_eps));
   w.set(a + "vocab_size", GgufWriteValue::u32(static_cast<uint32_t>(c.vocab_size)));
   if (c.num_experts > 0) {

@@ -214,7 +214,8 @@ double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::jso
   return worst;
 }
 
-const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16", "mixtral-f32", "llama3-f32"};
+const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16", "mixtral-f32", "llama3-f32",
+                                   "qwen2-yarn-f32"};
 
 class HfRandomTest : public ::testing::TestWithParam<const char*> {};
 
@@ -229,8 +230,8 @@ TEST_P(HfRandomTest, MatchesPyTorchFloat64) {
               ref["dtype"].get<std::string>().c_str(), worst, tol);
 }
 
-// Converted to an F32 GGUF (llama q/k permuted, experts stacked, rope factors and linear scaling
-// in the metadata), the model must still match PyTorch.
+// Converted to an F32 GGUF (llama q/k permuted, experts stacked, rope factors, linear and YaRN
+// scaling in the metadata), the model must still match PyTorch.
 TEST_P(HfRandomTest, ConvertedF32MatchesPyTorch) {
   REQUIRE_HF_FIXTURES(root);
   const fs::path dir = root / "random" / GetParam();

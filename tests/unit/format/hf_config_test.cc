@@ -7,7 +7,10 @@
 
 #include <cmath>
 
+#include "format/gguf_file.h"
+#include "format/gguf_writer.h"
 #include "model/hf/hf_checkpoint.h"
+#include "model/model_config.h"
 
 namespace pagoda {
 namespace {
@@ -149,6 +152,97 @@ TEST(HfModelConfigTest, MapsArchitectures) {
   EXPECT_FLOAT_EQ(mc->rope_freq_scale, 0.25f);
 }
 
+TEST(HfModelConfigTest, YarnScaling) {
+  std::string text = kLlama;
+  text.replace(text.find("\"rope_scaling\": null"), 20,
+               R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                   "original_max_position_embeddings": 1024, "beta_fast": 16,
+                   "attention_factor": 1.5})");
+  auto hf = parse_hf_config(text);
+  ASSERT_TRUE(hf.ok()) << hf.status().to_string();
+  auto c = model::model_config_from_hf(*hf, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FLOAT_EQ(c->rope_freq_scale, 0.25f);
+  EXPECT_EQ(c->rope_ext_factor, 1.0f);
+  EXPECT_EQ(c->rope_yarn_orig_ctx, 1024);
+  EXPECT_EQ(c->rope_yarn_beta_fast, 16.0f);
+  EXPECT_EQ(c->rope_yarn_beta_slow, 1.0f);
+  // HF's attention_factor is the whole cos/sin scale; GGUF's attn_factor multiplies ggml's
+  // 1 + 0.1 ln(factor).
+  EXPECT_NEAR(c->rope_attn_factor * (1 + 0.1 * std::log(4.0)), 1.5, 1e-6);
+  EXPECT_EQ(c->context_length, 4096);  // 1024 x 4 > max_position_embeddings 2048
+}
+
+// GGUF metadata of a small llama model, plus `extra` keys.
+Result<model::ModelConfig> gguf_config(
+    const std::vector<std::pair<std::string, format::GgufWriteValue>>& extra) {
+  using V = format::GgufWriteValue;
+  format::GgufWriter w;
+  w.set("general.architecture", V::string("llama"))
+      .set("llama.block_count", V::u32(2))
+      .set("llama.embedding_length", V::u32(256))
+      .set("llama.feed_forward_length", V::u32(768))
+      .set("llama.attention.head_count", V::u32(4))
+      .set("llama.context_length", V::u32(2048))
+      .set("llama.vocab_size", V::u32(32000));
+  for (const auto& [k, v] : extra)
+    w.set(k, v);
+  auto bytes = w.to_bytes();
+  if (!bytes.ok()) return bytes.status();
+  auto file = format::GgufFile::parse(*bytes);
+  if (!file.ok()) return file.status();
+  return model::config_from_gguf(**file);
+}
+
+TEST(GgufModelConfigTest, YarnScaling) {
+  using V = format::GgufWriteValue;
+  auto c = gguf_config({{"llama.rope.scaling.type", V::string("yarn")},
+                        {"llama.rope.scaling.factor", V::f32(4.0f)},
+                        {"llama.rope.scaling.original_context_length", V::u32(1024)},
+                        {"llama.rope.scaling.attn_factor", V::f32(0.5f)},
+                        {"llama.rope.scaling.yarn_beta_fast", V::f32(16.0f)}});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FLOAT_EQ(c->rope_freq_scale, 0.25f);
+  EXPECT_EQ(c->rope_ext_factor, 1.0f);
+  EXPECT_EQ(c->rope_yarn_orig_ctx, 1024);
+  EXPECT_EQ(c->rope_attn_factor, 0.5f);
+  EXPECT_EQ(c->rope_yarn_beta_fast, 16.0f);
+  EXPECT_EQ(c->rope_yarn_beta_slow, 1.0f);
+  EXPECT_EQ(c->context_length, 4096);
+
+  // Defaults: the original context is context_length, attn_factor 1, betas 32 / 1.
+  auto d = gguf_config(
+      {{"llama.rope.scaling.type", V::string("yarn")}, {"llama.rope.scaling.factor", V::f32(2)}});
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->rope_yarn_orig_ctx, 2048);
+  EXPECT_EQ(d->rope_attn_factor, 1.0f);
+  EXPECT_EQ(d->rope_yarn_beta_fast, 32.0f);
+  EXPECT_EQ(d->context_length, 4096);
+  auto linear = gguf_config(
+      {{"llama.rope.scaling.type", V::string("linear")}, {"llama.rope.scaling.factor", V::f32(2)}});
+  ASSERT_TRUE(linear.ok());
+  EXPECT_EQ(linear->rope_ext_factor, 0.0f);
+  EXPECT_EQ(linear->context_length, 2048);
+
+  const auto message = [](const Result<model::ModelConfig>& r) {
+    return r.ok() ? std::string("<ok>") : r.status().message();
+  };
+  EXPECT_NE(message(gguf_config({{"llama.rope.scaling.type", V::string("yarn")},
+                                 {"llama.rope.scaling.factor", V::f32(0)}}))
+                .find("rope.scaling.factor"),
+            std::string::npos);
+  EXPECT_NE(message(gguf_config({{"llama.rope.scaling.type", V::string("yarn")},
+                                 {"llama.rope.scaling.factor", V::f32(4)},
+                                 {"llama.rope.scaling.attn_factor", V::f32(-1)}}))
+                .find("attn_factor"),
+            std::string::npos);
+  EXPECT_NE(message(gguf_config({{"llama.rope.scaling.type", V::string("yarn")},
+                                 {"llama.rope.scaling.factor", V::f32(4)},
+                                 {"llama.rope.scaling.yarn_log_multiplier", V::f32(0.1f)}}))
+                .find("yarn_log_multiplier"),
+            std::string::npos);
+}
+
 TEST(HfModelConfigTest, RejectsWhatItCannotRun) {
   auto err = [](const std::string& patch) {
     std::string text = kLlama;
@@ -168,7 +262,12 @@ TEST(HfModelConfigTest, RejectsWhatItCannotRun) {
   EXPECT_NE(gpt.status().message().find("GPT2LMHeadModel"), std::string::npos);
   EXPECT_NE(err(R"("mlp_bias": true)").find("mlp_bias"), std::string::npos);
   EXPECT_NE(err(R"("attention_bias": true)").find("attention_bias"), std::string::npos);
-  EXPECT_NE(err(R"("rope_scaling": {"rope_type": "yarn", "factor": 4})").find("yarn"),
+  EXPECT_NE(
+      err(R"("rope_scaling": {"rope_type": "yarn", "factor": 4, "mscale": 0.7})").find("mscale"),
+      std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"rope_type": "yarn", "factor": 0})").find("yarn"),
+            std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"rope_type": "dynamic", "factor": 2})").find("dynamic"),
             std::string::npos);
   EXPECT_NE(err(R"("rope_scaling": {"type": "linear", "factor": -1})").find("factor"),
             std::string::npos);

@@ -4,6 +4,8 @@
 // ggml's float recurrence for the angles, so the tolerance grows with the position.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -33,13 +35,21 @@ std::vector<double> naive_rope(const std::vector<float>& x, int64_t num_tokens, 
       const int64_t base = (t * num_heads + h) * head_dim;
       for (int64_t i = 0; i < half; ++i) {
         const double ff = p.freq_factors.empty() ? 1.0 : p.freq_factors[i];
-        const double theta = pos[t] * double(p.freq_scale) *
-                             std::pow(double(p.theta_base), -2.0 * i / p.rot_dims) / ff;
+        const double extrap = pos[t] * std::pow(double(p.theta_base), -2.0 * i / p.rot_dims) / ff;
+        double theta = double(p.freq_scale) * extrap;
+        double mscale = p.attn_factor;
+        if (p.ext_factor != 0) {  // YaRN: ramp 1 below corr_dims[0], 0 above corr_dims[1]
+          const double u = (double(i) - p.corr_dims[0]) /
+                           std::max(0.001, double(p.corr_dims[1]) - p.corr_dims[0]);
+          const double mix = (1 - std::clamp(u, 0.0, 1.0)) * p.ext_factor;
+          theta = theta * (1 - mix) + extrap * mix;
+          mscale *= 1 + 0.1 * std::log(1 / double(p.freq_scale));
+        }
         const int64_t a = p.style == RopeStyle::kInterleaved ? 2 * i : i;
         const int64_t b = p.style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
         const double x0 = x[base + a], x1 = x[base + b];
-        y[base + a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-        y[base + b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+        y[base + a] = mscale * (x0 * std::cos(theta) - x1 * std::sin(theta));
+        y[base + b] = mscale * (x0 * std::sin(theta) + x1 * std::cos(theta));
       }
     }
   }
@@ -53,6 +63,7 @@ struct RopeCase {
   float base;
   float freq_scale;
   bool freq_factors;
+  bool yarn = false;  // ext_factor 1, attn_factor 0.9, an original context of 64
 };
 
 class RopeTest : public ::testing::TestWithParam<RopeCase> {};
@@ -68,6 +79,11 @@ TEST_P(RopeTest, MatchesFormula) {
   p.theta_base = c.base;
   p.freq_scale = c.freq_scale;
   if (c.freq_factors) p.freq_factors = factors;
+  if (c.yarn) {
+    p.ext_factor = 1;
+    p.attn_factor = 0.9f;
+    p.corr_dims = rope_yarn_corr_dims(c.rot_dims, 64, c.base, 32, 1);
+  }
   // Small positions are held tightly; large ones allow for the float angle recurrence.
   for (auto [positions, tol] : {std::pair{std::vector<int32_t>{0, 1, 2, 17, 63, 100}, 3e-5},
                                 std::pair{std::vector<int32_t>{1000, 4095}, 1e-3}}) {
@@ -97,7 +113,19 @@ INSTANTIATE_TEST_SUITE_P(
                       RopeCase{RopeStyle::kNeox, 128, 64, 10000, 1, false},  // partial rotation
                       RopeCase{RopeStyle::kInterleaved, 96, 32, 500000, 0.25f, true},
                       RopeCase{RopeStyle::kNeox, 2, 2, 10000, 1, false},
-                      RopeCase{RopeStyle::kInterleaved, 128, 128, 500000, 1, true}));
+                      RopeCase{RopeStyle::kInterleaved, 128, 128, 500000, 1, true},
+                      RopeCase{RopeStyle::kNeox, 64, 64, 10000, 0.25f, false, true},
+                      RopeCase{RopeStyle::kInterleaved, 96, 32, 500000, 0.125f, true, true}));
+
+// ggml_rope_yarn_corr_dims, values computed independently (Python, double):
+// d ln(n_ctx / (2 pi beta)) / (2 ln base), floored (beta_fast) / ceiled (beta_slow), clamped.
+TEST(RopeTest, YarnCorrectionDims) {
+  EXPECT_EQ(rope_yarn_corr_dims(128, 32768, 1e6f, 32, 1), (std::array<float, 2>{23, 40}));
+  EXPECT_EQ(rope_yarn_corr_dims(16, 64, 1e4f, 32, 1), (std::array<float, 2>{0, 3}));
+  EXPECT_EQ(rope_yarn_corr_dims(64, 4096, 1e4f, 32, 1), (std::array<float, 2>{10, 23}));
+  // The end is clamped to rot_dims - 1 (ggml does not clamp the start from above).
+  EXPECT_EQ(rope_yarn_corr_dims(16, 1 << 24, 100, 32, 1), (std::array<float, 2>{19, 15}));
+}
 
 TEST(RopeTest, PositionZeroIsIdentity) {
   RopeParams p;
