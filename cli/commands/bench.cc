@@ -21,6 +21,7 @@
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
+#include "kernels/ops.h"
 #include "model/hf/hf_checkpoint.h"
 #include "model/model_loader.h"
 #include "runner/kv_storage.h"
@@ -53,11 +54,8 @@ double measure_read_bandwidth(int repeats) {
   std::vector<double> gbs;
   volatile uint64_t sink = 0;
   for (int r = 0; r < repeats; ++r) {
-    uint64_t sum = 0;
     const auto t0 = Clock::now();
-#pragma omp parallel for schedule(static) reduction(+ : sum)
-    for (size_t i = 0; i < n; ++i)
-      sum += buf[i];
+    const uint64_t sum = kernels::stream_sum(buf.get(), n);
     gbs.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
     sink = sink + sum;
   }

@@ -194,6 +194,28 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
   cpu::reference::rope(x, num_tokens, num_heads, head_dim, positions, params);
 }
 
+uint64_t stream_sum(const uint64_t* p, size_t n) {
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  const auto sum = [&](const uint64_t* q, size_t count) {
+    if (k.sum_u64 != nullptr) return k.sum_u64(q, count);
+    uint64_t s = 0;
+    for (size_t i = 0; i < count; ++i)
+      s += q[i];
+    return s;
+  };
+  const int nth = num_threads();
+  uint64_t total = 0;
+#pragma omp parallel num_threads(nth) reduction(+ : total) if (nth > 1)
+  {
+    const auto ith = static_cast<size_t>(omp_get_thread_num());
+    const auto nt = static_cast<size_t>(omp_get_num_threads());
+    const size_t a = n / nt * ith + std::min(ith, n % nt);
+    const size_t b = a + n / nt + (ith < n % nt ? 1 : 0);
+    total += sum(p + a, b - a);
+  }
+  return total;
+}
+
 std::array<float, 2> rope_yarn_corr_dims(int32_t rot_dims, int32_t n_ctx_orig, float freq_base,
                                          float beta_fast, float beta_slow) {
   const auto corr_dim = [&](float n_rot) {

@@ -73,6 +73,11 @@ std::array<float, 2> rope_yarn_corr_dims(int32_t rot_dims, int32_t n_ctx_orig, f
 void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
           const int32_t* positions, const RopeParams& params);
 
+// Σ p[i] for i < n (wrapping), split across the kernel threads, each streaming its contiguous
+// share with the active ISA's widest loads: the read-bandwidth measurement of `pagoda bench` and
+// bench/kernels (a plain loop under-reads the machine's bandwidth).
+uint64_t stream_sum(const uint64_t* p, size_t n);
+
 // out[i] = silu(gate[i]) * up[i] for i < n. out may alias gate.
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 

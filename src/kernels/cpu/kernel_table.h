@@ -3,6 +3,7 @@
 // active table; an entry an ISA lacks falls back to the scalar reference.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -44,6 +45,9 @@ struct CpuKernels {
   // Attention for one item (see attention.h for the math). nullptr: use the reference.
   void (*attention_item)(const AttentionItem& item, const KvLayerView& kv,
                          const AttentionParams& params) = nullptr;
+  // Σ p[i] for i < n (wrapping), read with the ISA's widest loads and several accumulators: the
+  // fastest streaming read, for the memory bandwidth measurement. nullptr: a plain loop.
+  uint64_t (*sum_u64)(const uint64_t* p, size_t n) = nullptr;
 };
 
 // The table for `isa`, or nullptr if this build does not contain that path.

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 
@@ -91,6 +93,32 @@ TEST(SiluMulTest, ThreadSplitEqualsOneThread) {
   set_num_threads(saved);
   EXPECT_EQ(split, one);
   EXPECT_EQ(in_place, one);
+}
+
+// The bandwidth probe's sum: every ISA's streaming kernel and the thread split give the plain
+// sum (wrapping), for lengths around the 16-word unroll.
+TEST(StreamSumTest, EqualsPlainSum) {
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> v(100003);
+  for (auto& x : v)
+    x = rng();
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, v.size()}) {
+    SCOPED_TRACE(n);
+    const uint64_t expected = std::accumulate(v.begin(), v.begin() + n, uint64_t{0});
+    for (Isa isa : supported_isas()) {
+      const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+      if (isa == Isa::kScalar) continue;  // the front's plain loop
+      ASSERT_NE(k.sum_u64, nullptr) << isa_name(isa);
+      EXPECT_EQ(k.sum_u64(v.data(), n), expected) << isa_name(isa);
+    }
+    const int saved = num_threads();
+    for (int threads : {1, 3}) {
+      set_num_threads(threads);
+      EXPECT_EQ(stream_sum(v.data(), n), expected) << threads << " threads";
+    }
+    set_num_threads(saved);
+  }
 }
 
 TEST(SoftmaxTest, MatchesFormula) {

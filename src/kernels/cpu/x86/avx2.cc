@@ -50,6 +50,7 @@ const CpuKernels* avx2_kernels() {
     k.reads_packed = true;
     k.matmul_rows = &avx2::matmul_for;
     k.attention_item = &avx2::attention_item;
+    k.sum_u64 = &avx2::sum_u64;
     return k;
   }();
   return &table;

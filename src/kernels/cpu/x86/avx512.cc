@@ -52,6 +52,7 @@ const CpuKernels* avx512_kernels() {
     k.reads_packed = true;
     k.matmul_rows = &avx512::matmul_for;
     k.attention_item = &avx512::attention_item;
+    k.sum_u64 = &avx512::sum_u64;
     return k;
   }();
   return &table;
