@@ -237,7 +237,9 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   {
     const int ith = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t i0 = n * ith / nt, i1 = n * (ith + 1) / nt;
-    cpu::reference::silu_mul(gate + i0, up + i0, i1 - i0, out + i0);
+    const cpu::CpuKernels& k = cpu::active_kernels();
+    (k.silu_mul != nullptr ? k.silu_mul : &cpu::reference::silu_mul)(gate + i0, up + i0, i1 - i0,
+                                                                     out + i0);
   }
 }
 

@@ -48,6 +48,8 @@ struct CpuKernels {
   // Σ p[i] for i < n (wrapping), read with the ISA's widest loads and several accumulators: the
   // fastest streaming read, for the memory bandwidth measurement. nullptr: a plain loop.
   uint64_t (*sum_u64)(const uint64_t* p, size_t n) = nullptr;
+  // out[i] = silu(gate[i]) * up[i] (softmax_exp.h's silu, bit for bit). nullptr: the reference.
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out) = nullptr;
 };
 
 // The table for `isa`, or nullptr if this build does not contain that path.

@@ -1,8 +1,8 @@
-// softmax_exp: e^x for the attention softmax (x <= 0), defined as one exact sequence of float
-// operations so that the scalar reference and every SIMD path agree bit for bit: round x / ln 2 to
-// an integer n, reduce r = x - n ln 2 (ln 2 in two parts), a degree-5 Cephes polynomial with fma,
-// then scale by 2^n through the exponent bits. Max error ~2 ulp on [-86, 0]; x < -86 (where the
-// result is < 5e-38) and NaN give 0. Not for x > 0.
+// softmax_exp: e^x for the attention softmax and silu (x <= 0), defined as one exact sequence of
+// float operations so that the scalar reference and every SIMD path agree bit for bit: round x / ln
+// 2 to an integer n, reduce r = x - n ln 2 (ln 2 in two parts), a degree-5 Cephes polynomial with
+// fma, then scale by 2^n through the exponent bits. Max error ~2 ulp on [-86, 0]; x < -86 (where
+// the result is < 5e-38) and NaN give 0. Not for x > 0.
 #pragma once
 
 #include <bit>
@@ -30,6 +30,14 @@ inline float softmax_exp(float x) {
   const float y = std::fma(p, r * r, r) + 1.0f;
   const int32_t e = static_cast<int32_t>(n) * (1 << 23);
   return std::bit_cast<float>(std::bit_cast<int32_t>(y) + e);
+}
+
+// silu(g) = g · σ(g), with σ from softmax_exp of -|g| (never a positive argument): t = e^-|g|,
+// σ = (g >= 0 ? 1 : t) / (1 + t). One exact float sequence, so the reference and every SIMD path
+// agree bit for bit. g < -86 gives ±0, +inf gives inf, -inf and NaN give NaN (as g / (1 + e^-g)).
+inline float silu(float g) {
+  const float t = softmax_exp(-std::fabs(g));
+  return g * ((g >= 0.0f ? 1.0f : t) / (1.0f + t));
 }
 
 }  // namespace pagoda::kernels::cpu

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 
@@ -69,11 +71,41 @@ TEST(SiluMulTest, MatchesFormula) {
   silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), out.data());
   for (size_t i = 0; i < g.size(); ++i) {
     const double e = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
-    ASSERT_NEAR(out[i], e, 4e-7 * std::fabs(e) + 1e-37) << i << " gate " << g[i];
+    // Below g = -86 softmax_exp flushes to 0 (|silu| < 4e-36 there).
+    ASSERT_NEAR(out[i], e, 4e-7 * std::fabs(e) + 4e-36) << i << " gate " << g[i];
     ASSERT_TRUE(std::isfinite(out[i]));
   }
   silu_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), g.data());  // out aliases gate
   EXPECT_EQ(g, out);
+}
+
+// Every ISA's kernel gives the reference's bits (softmax_exp.h's silu), edge values included, for
+// lengths around the 8-lane step.
+TEST(SiluMulTest, EveryIsaEqualsReferenceBitForBit) {
+  auto g = random_vec(1003, 7, 30.0f);
+  const float edges[] = {0.0f,   -0.0f, 1e-40f,  -1e-40f,  86.0f,    -86.0f,
+                         -86.5f, 87.9f, -100.0f, 100.0f,   INFINITY, -INFINITY,
+                         NAN,    -NAN,  3.4e38f, -3.4e38f, 1e-30f,   -1e-30f};
+  std::copy(std::begin(edges), std::end(edges), g.begin());
+  const auto u = random_vec(g.size(), 8);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9},
+                    static_cast<int64_t>(g.size())}) {
+    std::vector<float> ref(g.size(), 1.0f);
+    cpu::reference::silu_mul(g.data(), u.data(), n, ref.data());
+    for (Isa isa : supported_isas()) {
+      const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+      if (isa == Isa::kScalar) continue;
+      ASSERT_NE(k.silu_mul, nullptr) << isa_name(isa);
+      std::vector<float> out(g.size(), 1.0f);
+      k.silu_mul(g.data(), u.data(), n, out.data());
+      for (size_t i = 0; i < g.size(); ++i) {
+        const uint32_t a = std::bit_cast<uint32_t>(out[i]), b = std::bit_cast<uint32_t>(ref[i]);
+        ASSERT_TRUE(a == b || (std::isnan(out[i]) && std::isnan(ref[i])))
+            << isa_name(isa) << " n " << n << " i " << i << " gate " << g[i] << ": " << out[i]
+            << " vs " << ref[i];
+      }
+    }
+  }
 }
 
 // Large inputs are split across threads in slices: the same bits as one thread, aliasing allowed.

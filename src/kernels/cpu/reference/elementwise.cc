@@ -1,16 +1,16 @@
-// Reference element-wise ops: SwiGLU's silu(gate) · up, max-subtracted softmax (sum in double,
-// as ggml), and in-place addition.
+// Reference element-wise ops: SwiGLU's silu(gate) · up (silu from softmax_exp.h), max-subtracted
+// softmax (sum in double, as ggml), and in-place addition.
 #include <cmath>
 #include <limits>
 
 #include "kernels/cpu/reference/ops_ref.h"
+#include "kernels/cpu/softmax_exp.h"
 
 namespace pagoda::kernels::cpu::reference {
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = (g / (1.0f + std::exp(-g))) * up[i];
+    out[i] = silu(gate[i]) * up[i];
   }
 }
 

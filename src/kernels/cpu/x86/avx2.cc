@@ -51,6 +51,7 @@ const CpuKernels* avx2_kernels() {
     k.matmul_rows = &avx2::matmul_for;
     k.attention_item = &avx2::attention_item;
     k.sum_u64 = &avx2::sum_u64;
+    k.silu_mul = &avx2::silu_mul;
     return k;
   }();
   return &table;

@@ -53,6 +53,7 @@ const CpuKernels* avx512_kernels() {
     k.matmul_rows = &avx512::matmul_for;
     k.attention_item = &avx512::attention_item;
     k.sum_u64 = &avx512::sum_u64;
+    k.silu_mul = &avx512::silu_mul;
     return k;
   }();
   return &table;
