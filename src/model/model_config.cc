@@ -78,11 +78,18 @@ Status validate_config(const ModelConfig& c) {
   return Status();
 }
 
+void extend_yarn_context(ModelConfig& c, double factor) {
+  const double scaled = std::floor(static_cast<double>(c.rope_yarn_orig_ctx) * factor);
+  if (scaled > c.context_length && scaled <= kMaxContext) {
+    c.context_length = static_cast<int32_t>(scaled);
+  }
+}
+
 namespace {
 
 // YaRN's keys (as llama.cpp reads them): original_context_length (default: context_length),
 // attn_factor (1), yarn_beta_fast / yarn_beta_slow (32 / 1); ext_factor is 1.
-Status read_yarn(const format::GgufFile& f, const std::string& a, ModelConfig& c) {
+Status read_yarn(const format::GgufFile& f, const std::string& a, double factor, ModelConfig& c) {
   c.rope_ext_factor = 1.0f;
   c.rope_yarn_orig_ctx = c.context_length;
   if (f.find(a + "rope.scaling.original_context_length") != nullptr) {
@@ -99,12 +106,7 @@ Status read_yarn(const format::GgufFile& f, const std::string& a, ModelConfig& c
   PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.attn_factor", c.rope_attn_factor));
   PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast));
   PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
-  // The scaled context is usable (vLLM derives max_model_len the same way; llama.cpp accepts a
-  // larger -c).
-  const double scaled = std::floor(static_cast<double>(c.rope_yarn_orig_ctx) / c.rope_freq_scale);
-  if (scaled > c.context_length && scaled <= kMaxContext) {
-    c.context_length = static_cast<int32_t>(scaled);
-  }
+  extend_yarn_context(c, factor);
   if (f.find(a + "rope.scaling.yarn_log_multiplier") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(double mul, f.get_float(a + "rope.scaling.yarn_log_multiplier"));
     if (mul != 0.0) {
@@ -173,7 +175,7 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
   }
   if (scaling == "yarn") {
-    PAGODA_RETURN_IF_ERROR(read_yarn(f, a, c));
+    PAGODA_RETURN_IF_ERROR(read_yarn(f, a, factor, c));
   } else if (scaling != "linear" && scaling != "none" && scaling != "llama3" && factor != 1.0) {
     return unimplemented("rope.scaling.type '{}' is not supported yet", scaling);
   }

@@ -54,6 +54,10 @@ struct ModelConfig {
 // Reads and validates `<arch>.*` metadata. Errors name the key.
 Result<ModelConfig> config_from_gguf(const format::GgufFile& file);
 
+// YaRN: the scaled context (original context x factor) is usable, as vLLM derives max_model_len
+// (llama.cpp accepts a larger -c): context_length grows to it when that is larger (and in bounds).
+void extend_yarn_context(ModelConfig& config, double factor);
+
 // Checks cross-field consistency (positive sizes, divisibility, sane bounds).
 Status validate_config(const ModelConfig& config);
 

@@ -119,10 +119,7 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
   c.rope_yarn_orig_ctx = static_cast<int32_t>(orig);
   c.rope_yarn_beta_fast = static_cast<float>(fast);
   c.rope_yarn_beta_slow = static_cast<float>(slow);
-  // The scaled context is usable (vLLM derives max_model_len the same way).
-  const double scaled = std::floor(static_cast<double>(orig) * factor);
-  if (scaled > c.context_length && scaled <= (1 << 24))
-    c.context_length = static_cast<int32_t>(scaled);
+  extend_yarn_context(c, factor);
   if (s.attention_factor.has_value()) {
     const double af = *s.attention_factor;
     if (!(af > 0) || af > 1e6) {

@@ -218,6 +218,12 @@ TEST(GgufModelConfigTest, YarnScaling) {
   EXPECT_EQ(d->rope_attn_factor, 1.0f);
   EXPECT_EQ(d->rope_yarn_beta_fast, 32.0f);
   EXPECT_EQ(d->context_length, 4096);
+  // From the factor itself, not 1 / the float freq_scale (1000 / 0.33333334f is 2999.99...).
+  auto third = gguf_config({{"llama.rope.scaling.type", V::string("yarn")},
+                            {"llama.rope.scaling.factor", V::f32(3)},
+                            {"llama.rope.scaling.original_context_length", V::u32(1000)}});
+  ASSERT_TRUE(third.ok()) << third.status().to_string();
+  EXPECT_EQ(third->context_length, 3000);
   auto linear = gguf_config(
       {{"llama.rope.scaling.type", V::string("linear")}, {"llama.rope.scaling.factor", V::f32(2)}});
   ASSERT_TRUE(linear.ok());
