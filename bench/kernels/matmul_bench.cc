@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/page_buffer.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -21,9 +22,9 @@ using pagoda::kernels::WeightView;
 using pagoda::tensor::DType;
 
 struct MatrixSet {
-  std::vector<uint8_t> bytes;
+  pagoda::PageBuffer bytes;  // on huge pages, as a loaded model's weights are
   std::vector<WeightView> views;
-  std::vector<std::vector<uint8_t>> packed;  // each view's pre-packed copy (PAGODA_PACK=0: none)
+  pagoda::PageBuffer packed;  // each view's pre-packed copy (PAGODA_PACK=0: none)
   size_t matrix_bytes = 0;
 };
 
@@ -40,7 +41,7 @@ const MatrixSet& matrices(DType t, int64_t rows, int64_t cols, size_t min_total_
   s.matrix_bytes = row_bytes * static_cast<size_t>(rows);
   const size_t copies =
       std::max<size_t>(1, (min_total_bytes + s.matrix_bytes - 1) / s.matrix_bytes);
-  s.bytes.resize(s.matrix_bytes * copies);
+  s.bytes = std::move(*pagoda::PageBuffer::allocate(s.matrix_bytes * copies));
   std::mt19937 rng(42);
   std::normal_distribution<float> g(0, 0.5f);
   std::vector<float> row(static_cast<size_t>(cols));
@@ -52,10 +53,15 @@ const MatrixSet& matrices(DType t, int64_t rows, int64_t cols, size_t min_total_
   }
   for (size_t c = 1; c < copies; ++c)
     std::memcpy(s.bytes.data() + c * s.matrix_bytes, s.bytes.data(), s.matrix_bytes);
-  for (size_t c = 0; c < copies; ++c) {
+  for (size_t c = 0; c < copies; ++c)
     s.views.push_back(WeightView{t, rows, cols, row_bytes, s.bytes.data() + c * s.matrix_bytes});
-    s.packed.push_back(pagoda::kernels::pack_weight(s.views.back()));
-    if (!s.packed.back().empty()) s.views.back().packed = s.packed.back().data();
+  const size_t packed = pagoda::kernels::packed_size(s.views[0]);
+  if (packed > 0) {
+    s.packed = std::move(*pagoda::PageBuffer::allocate(packed * copies));
+    for (size_t c = 0; c < copies; ++c) {
+      s.views[c].packed = s.packed.data() + c * packed;
+      pagoda::kernels::pack_weight(s.views[c], s.packed.data() + c * packed);
+    }
   }
   return s;
 }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/kv_cache_sizing.h"
+#include "base/page_buffer.h"
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
@@ -41,13 +42,18 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Read bandwidth of this machine in GB/s: all threads summing a buffer far larger than the
-// caches. The best of several passes (not the median): on a shared machine the neighbours only
-// ever lower it, and a higher bandwidth makes the roofline percentage stricter.
+// Read bandwidth of this machine in GB/s (0 if the buffer cannot be allocated): all threads
+// summing a buffer far larger than the caches. The best of several passes (not the median): on a
+// shared machine the neighbours only ever lower it, and a higher bandwidth makes the roofline
+// percentage stricter.
 double measure_read_bandwidth(int repeats) {
   const size_t bytes = size_t{1} << 30;
   const size_t n = bytes / sizeof(uint64_t);
-  std::unique_ptr<uint64_t[]> buf(new uint64_t[n]);
+  // On huge pages, as the model's weights are (base/page_buffer.h); without them the probe would
+  // understate what the weights can stream at.
+  auto memory = PageBuffer::allocate(bytes);
+  if (!memory.ok()) return 0;
+  auto* buf = reinterpret_cast<uint64_t*>(memory->data());
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i)
     buf[i] = i;
@@ -55,7 +61,7 @@ double measure_read_bandwidth(int repeats) {
   volatile uint64_t sink = 0;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = Clock::now();
-    const uint64_t sum = kernels::stream_sum(buf.get(), n);
+    const uint64_t sum = kernels::stream_sum(buf, n);
     gbs.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
     sink = sink + sum;
   }
@@ -218,6 +224,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
       if (!kv.ok()) return fail(kv.status().message());
 
       const double bw = measure_read_bandwidth(5);
+      if (bw <= 0) return fail("cannot allocate the 1 GiB buffer that measures memory bandwidth");
       auto weight_bytes = weight_bytes_per_token(path, c);
       if (!weight_bytes.ok()) return fail(weight_bytes.status().message());
       const uint64_t bytes_per_token = *weight_bytes;

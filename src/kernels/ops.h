@@ -16,9 +16,13 @@ namespace pagoda::kernels {
 // Each output row's value depends only on its own x row (never on m): batched == alone.
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias = nullptr);
 
-// The active ISA's pre-packed copy of w (cpu/packed_layout.h), or an empty vector when its
-// kernels have no packed layout for w.dtype. To use it, set w.packed = result.data() and keep the
-// vector alive while w is used; matmul results are bit-identical either way.
+// Bytes of the active ISA's pre-packed copy of w (cpu/packed_layout.h), or 0 when its kernels
+// have no packed layout for w.dtype (or PAGODA_PACK=0 turns packing off).
+size_t packed_size(const WeightView& w);
+// Writes that copy (packed_size(w) > 0 bytes) to dst. To use it, set w.packed = dst and keep the
+// memory alive while w is used; matmul results are bit-identical either way.
+void pack_weight(const WeightView& w, uint8_t* dst);
+// The same copy in a vector (empty when packed_size(w) is 0).
 std::vector<uint8_t> pack_weight(const WeightView& w);
 
 // One matmul of a group sharing its input (e.g. the Q, K and V projections, or gate and up).

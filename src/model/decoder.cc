@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/log.h"
 #include "base/mapped_file.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -104,33 +105,63 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
                                                    config_.rope_theta, config_.rope_yarn_beta_fast,
                                                    config_.rope_yarn_beta_slow);
   }
-  pack_weights();
+  place_weights();
 }
 
-void DecoderModel::pack_weights() {
-  const auto pack = [this](kernels::WeightView& w) {
-    if (w.data == nullptr || w.rows == 0) return;  // (dense FFN views of a MoE layer)
-    std::vector<uint8_t> bytes = kernels::pack_weight(w);
-    if (bytes.empty()) return;
-    w.packed = bytes.data();  // the vector's buffer survives the move below
-    packed_.push_back(std::move(bytes));
-    // The kernels now read the packed copy: let the original pages go (they stay readable).
-    release_pages(w.data, w.data + static_cast<size_t>(w.rows) * w.row_bytes);
-  };
+void DecoderModel::place_weights() {
+  // Every matmul weight, in the order the forward pass reads them.
+  std::vector<kernels::WeightView*> views;
   for (DecoderLayer& L : w_.layers) {
     for (kernels::WeightView* w :
          {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
-      pack(*w);
+      views.push_back(w);
     if (L.moe) {
-      pack(L.moe->router);
+      views.push_back(&L.moe->router);
       for (FfnWeights& e : L.moe->experts) {
-        pack(e.gate);
-        pack(e.up);
-        pack(e.down);
+        views.push_back(&e.gate);
+        views.push_back(&e.up);
+        views.push_back(&e.down);
       }
     }
   }
-  pack(w_.output);
+  views.push_back(&w_.output);
+  // Their offsets in one buffer: the packed copy where the kernels have a layout, else the bytes
+  // as stored; 64-byte aligned (cache lines).
+  std::vector<size_t> offsets, sizes;
+  size_t total = 0;
+  for (const kernels::WeightView* w : views) {
+    size_t bytes = 0;
+    if (w->data != nullptr && w->rows > 0) {  // (not a MoE layer's empty dense FFN views)
+      bytes = kernels::packed_size(*w);
+      if (bytes == 0) bytes = static_cast<size_t>(w->rows) * w->row_bytes;
+    }
+    offsets.push_back(total);
+    sizes.push_back(bytes);
+    total += (bytes + 63) / 64 * 64;  // no overflow: a copy of what is already in memory
+  }
+  auto buffer = PageBuffer::allocate(total);
+  if (!buffer.ok()) {
+    PAGODA_LOG_WARN("weights stay in the file mapping ({}): decode reads them more slowly",
+                    buffer.status().message());
+    return;
+  }
+  weights_ = std::move(*buffer);
+  for (size_t i = 0; i < views.size(); ++i) {
+    kernels::WeightView& w = *views[i];
+    if (sizes[i] == 0) continue;
+    uint8_t* dst = weights_.data() + offsets[i];
+    const uint8_t* begin = w.data;
+    const uint8_t* end = w.data + static_cast<size_t>(w.rows) * w.row_bytes;
+    if (kernels::packed_size(w) > 0) {
+      kernels::pack_weight(w, dst);
+      w.packed = dst;
+    } else {
+      std::memcpy(dst, begin, sizes[i]);
+      w.data = dst;
+    }
+    // The kernels now read the copy: let the original pages go (they stay readable).
+    release_pages(begin, end);
+  }
 }
 
 void DecoderModel::forward_impl(const ForwardBatch& batch,

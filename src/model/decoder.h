@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/page_buffer.h"
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
 #include "model/model.h"
@@ -44,12 +45,13 @@ class DecoderModel final : public Model {
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                     float* logits) override;
 
-  // Gives every matmul weight the kernels' pre-packed copy where they have one.
-  void pack_weights();
+  // Copies every matmul weight into weights_ (huge pages: decode streams them at the machine's
+  // full read bandwidth), in the kernels' pre-packed layout where they have one.
+  void place_weights();
 
   DecoderWeights w_;
-  std::unique_ptr<TensorSource> source_;      // keeps the weight memory alive
-  std::vector<std::vector<uint8_t>> packed_;  // the copies the views' `packed` point into
+  std::unique_ptr<TensorSource> source_;  // keeps the weight memory alive
+  PageBuffer weights_;                    // the copies the views' `packed` or `data` point into
   kernels::RopeParams rope_;
   Scratch scratch_;
 };

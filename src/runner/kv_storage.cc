@@ -1,7 +1,5 @@
 #include "runner/kv_storage.h"
 
-#include <sys/mman.h>
-
 #include <cstring>
 
 #include "base/checked_math.h"
@@ -45,13 +43,10 @@ Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blo
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_block, bytes_per_block(c, block_size, dtype));
   auto total = checked_mul<uint64_t>(per_block, static_cast<uint64_t>(num_blocks));
   if (!total) return out_of_range("KV cache size overflows");
-  void* p = ::mmap(nullptr, *total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    return resource_exhausted("cannot reserve {} bytes for the KV cache", *total);
-  }
+  auto memory = PageBuffer::allocate(*total);
+  if (!memory.ok()) return resource_exhausted("cannot reserve {} bytes for the KV cache", *total);
   KvStorage s;
-  s.memory_ = static_cast<uint8_t*>(p);
-  s.bytes_ = *total;
+  s.memory_ = std::move(*memory);
   s.block_bytes_per_layer_ = per_layer;
   s.num_blocks_ = num_blocks;
   s.block_size_ = block_size;
@@ -63,41 +58,11 @@ Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blo
     v.n_kv_heads = c.num_kv_heads;
     v.head_dim = c.head_dim;
     v.num_blocks = num_blocks;
-    v.k = s.memory_ + (2 * static_cast<uint64_t>(l)) * array_bytes;
-    v.v = s.memory_ + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
+    v.k = s.memory_.data() + (2 * static_cast<uint64_t>(l)) * array_bytes;
+    v.v = s.memory_.data() + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
     s.layers_.push_back(v);
   }
   return s;
-}
-
-KvStorage::KvStorage(KvStorage&& o) noexcept {
-  *this = std::move(o);
-}
-
-KvStorage& KvStorage::operator=(KvStorage&& o) noexcept {
-  if (this != &o) {
-    release();
-    memory_ = o.memory_;
-    bytes_ = o.bytes_;
-    block_bytes_per_layer_ = o.block_bytes_per_layer_;
-    num_blocks_ = o.num_blocks_;
-    block_size_ = o.block_size_;
-    layers_ = std::move(o.layers_);
-    o.memory_ = nullptr;
-    o.bytes_ = 0;
-    o.layers_.clear();
-  }
-  return *this;
-}
-
-KvStorage::~KvStorage() {
-  release();
-}
-
-void KvStorage::release() {
-  if (memory_ != nullptr) ::munmap(memory_, bytes_);
-  memory_ = nullptr;
-  bytes_ = 0;
 }
 
 void KvStorage::copy_block(int32_t src, int32_t dst) {

@@ -1,15 +1,16 @@
 // KvStorage: the memory behind the paged KV cache: for every layer, K and V arrays of
 // num_blocks blocks in the layout kernels/attention.h documents (dtype f32, f16, bf16 or q8_0;
 // a block of one layer's K is num_kv_heads * block_size * kernels::kv_row_bytes(dtype, head_dim)
-// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once (anonymous
-// mmap, so untouched blocks cost no RAM); the KV metadata layer (src/kv) decides which block
-// holds what.
+// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once (a PageBuffer: anonymous
+// memory on huge pages, so untouched 2 MiB runs of blocks cost no RAM); the KV metadata layer
+// (src/kv) decides which block holds what.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "base/page_buffer.h"
 #include "base/status.h"
 #include "kernels/attention.h"
 #include "model/model_config.h"
@@ -26,25 +27,16 @@ class KvStorage {
   static Result<KvStorage> create(const model::ModelConfig& config, int64_t num_blocks,
                                   int32_t block_size, tensor::DType dtype);
 
-  KvStorage() = default;
-  KvStorage(KvStorage&& other) noexcept;
-  KvStorage& operator=(KvStorage&& other) noexcept;
-  KvStorage(const KvStorage&) = delete;
-  KvStorage& operator=(const KvStorage&) = delete;
-  ~KvStorage();
-
   std::span<const kernels::KvLayerView> layers() const { return layers_; }
   int64_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
-  uint64_t total_bytes() const { return bytes_; }
+  uint64_t total_bytes() const { return memory_.size(); }
 
   // Copies every layer's K/V of block `src` into block `dst` (copy-on-write).
   void copy_block(int32_t src, int32_t dst);
 
  private:
-  void release();
-  uint8_t* memory_ = nullptr;
-  uint64_t bytes_ = 0;
+  PageBuffer memory_;
   uint64_t block_bytes_per_layer_ = 0;  // one of K or V, one layer, one block
   int64_t num_blocks_ = 0;
   int32_t block_size_ = 0;
