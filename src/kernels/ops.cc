@@ -2,13 +2,13 @@
 // then run the active ISA's kernel (kernels/isa.h), splitting the work across OpenMP threads.
 //
 // Threading: each op that is worth it opens one OpenMP parallel region (matmul: convert the
-// activations, barrier, then each thread computes a contiguous slice of output rows for decode,
-// or takes 64-row chunks in turn for several tokens; a
-// matmul_group does that for several weights sharing one input). Threads never split a dot
-// product, so results do not depend on the thread count. Small ops (norms, elementwise, rope) run
-// on the calling thread: at decode sizes a fork/join would cost more than they do. One region per
-// op rather than one per forward pass: at ~1-2 us per fork/join on a warm, spinning OpenMP pool,
-// the ~5 regions per layer cost well under 2% of a decode step (see bench/kernels threading
+// activations, barrier, then for decode each thread computes a contiguous slice of most output
+// rows and the threads share the rest in small pieces; for several tokens they take 64-row chunks
+// in turn; a matmul_group does that for several weights sharing one input). Threads never split a
+// dot product, so results do not depend on the thread count. Small ops (norms, elementwise, rope)
+// run on the calling thread: at decode sizes a fork/join would cost more than they do. One region
+// per op rather than one per forward pass: at ~1-2 us per fork/join on a warm, spinning OpenMP
+// pool, the ~5 regions per layer cost well under 2% of a decode step (see bench/kernels threading
 // benchmark), and no kernel needs to be written for a caller's thread slice. silu_mul (an exp per
 // element) is split too once a batch makes it worth a fork.
 #include "kernels/ops.h"
@@ -224,13 +224,7 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
 
 uint64_t stream_sum(const uint64_t* p, size_t n) {
   const cpu::CpuKernels& k = cpu::active_kernels();
-  const auto sum = [&](const uint64_t* q, size_t count) {
-    if (k.sum_u64 != nullptr) return k.sum_u64(q, count);
-    uint64_t s = 0;
-    for (size_t i = 0; i < count; ++i)
-      s += q[i];
-    return s;
-  };
+  const auto sum = k.sum_u64 != nullptr ? k.sum_u64 : &cpu::reference::sum_u64;
   const int nth = num_threads();
   uint64_t total = 0;
 #pragma omp parallel num_threads(nth) reduction(+ : total) if (nth > 1)

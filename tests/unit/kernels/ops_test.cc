@@ -138,9 +138,10 @@ TEST(StreamSumTest, EqualsPlainSum) {
        {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, v.size()}) {
     SCOPED_TRACE(n);
     const uint64_t expected = std::accumulate(v.begin(), v.begin() + n, uint64_t{0});
+    EXPECT_EQ(cpu::reference::sum_u64(v.data(), n), expected);
     for (Isa isa : supported_isas()) {
       const cpu::CpuKernels& k = *cpu::kernels_for(isa);
-      if (isa == Isa::kScalar) continue;  // the front's plain loop
+      if (isa == Isa::kScalar) continue;  // the reference loop above
       ASSERT_NE(k.sum_u64, nullptr) << isa_name(isa);
       EXPECT_EQ(k.sum_u64(v.data(), n), expected) << isa_name(isa);
     }

@@ -1,5 +1,5 @@
 // Reference element-wise ops: SwiGLU's silu(gate) · up (silu from softmax_exp.h), max-subtracted
-// softmax (sum in double, as ggml), and in-place addition.
+// softmax (sum in double, as ggml), in-place addition, and the bandwidth probe's sum.
 #include <cmath>
 #include <limits>
 
@@ -39,6 +39,13 @@ void softmax(float* x, int64_t rows, int64_t dim) {
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] += x[i];
+}
+
+uint64_t sum_u64(const uint64_t* p, size_t n) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < n; ++i)
+    s += p[i];
+  return s;
 }
 
 }  // namespace pagoda::kernels::cpu::reference

@@ -32,6 +32,8 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void softmax(float* x, int64_t rows, int64_t dim);
 void add_inplace(float* y, const float* x, int64_t n);
+// The sum of p[0, n) mod 2^64 (the bandwidth probe's read loop).
+uint64_t sum_u64(const uint64_t* p, size_t n);
 
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v);
