@@ -41,7 +41,8 @@ const MatrixSet& matrices(DType t, int64_t rows, int64_t cols, size_t min_total_
   s.matrix_bytes = row_bytes * static_cast<size_t>(rows);
   const size_t copies =
       std::max<size_t>(1, (min_total_bytes + s.matrix_bytes - 1) / s.matrix_bytes);
-  s.bytes = std::move(*pagoda::PageBuffer::allocate(s.matrix_bytes * copies));
+  s.bytes =
+      std::move(*pagoda::PageBuffer::allocate(s.matrix_bytes * copies, pagoda::HugePages::kYes));
   std::mt19937 rng(42);
   std::normal_distribution<float> g(0, 0.5f);
   std::vector<float> row(static_cast<size_t>(cols));
@@ -57,7 +58,7 @@ const MatrixSet& matrices(DType t, int64_t rows, int64_t cols, size_t min_total_
     s.views.push_back(WeightView{t, rows, cols, row_bytes, s.bytes.data() + c * s.matrix_bytes});
   const size_t packed = pagoda::kernels::packed_size(s.views[0]);
   if (packed > 0) {
-    s.packed = std::move(*pagoda::PageBuffer::allocate(packed * copies));
+    s.packed = std::move(*pagoda::PageBuffer::allocate(packed * copies, pagoda::HugePages::kYes));
     for (size_t c = 0; c < copies; ++c) {
       s.views[c].packed = s.packed.data() + c * packed;
       pagoda::kernels::pack_weight(s.views[c], s.packed.data() + c * packed);

@@ -16,7 +16,7 @@ namespace {
 void BM_MemoryRead(benchmark::State& state) {
   const size_t bytes = size_t{512} << 20;
   static const pagoda::PageBuffer buf = [&] {
-    auto b = std::move(*pagoda::PageBuffer::allocate(bytes));
+    auto b = std::move(*pagoda::PageBuffer::allocate(bytes, pagoda::HugePages::kYes));
     std::memset(b.data(), 1, bytes);
     return b;
   }();

@@ -51,7 +51,7 @@ double measure_read_bandwidth(int repeats) {
   const size_t n = bytes / sizeof(uint64_t);
   // On huge pages, as the model's weights are (base/page_buffer.h); without them the probe would
   // understate what the weights can stream at.
-  auto memory = PageBuffer::allocate(bytes);
+  auto memory = PageBuffer::allocate(bytes, HugePages::kYes);
   if (!memory.ok()) return 0;
   auto* buf = reinterpret_cast<uint64_t*>(memory->data());
 #pragma omp parallel for schedule(static)

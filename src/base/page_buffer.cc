@@ -23,7 +23,7 @@ bool huge_pages_enabled() {
 
 }  // namespace
 
-Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
+Result<PageBuffer> PageBuffer::allocate(size_t bytes, HugePages huge) {
   PageBuffer b;
   if (bytes == 0) return b;
   // Whole huge pages, plus one of slack to align the start.
@@ -39,7 +39,7 @@ Result<PageBuffer> PageBuffer::allocate(size_t bytes) {
   b.size_ = bytes;
 #ifdef MADV_HUGEPAGE
   // Advisory: without THP support (or with THP "never") the memory keeps 4 KiB pages.
-  if (huge_pages_enabled())
+  if (huge == HugePages::kYes && huge_pages_enabled())
     ::madvise(b.data_, (bytes + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
 #endif
   return b;

@@ -1,10 +1,13 @@
-// PageBuffer: anonymous memory for large, long-lived arrays that the kernels stream (re-laid-out
-// model weights, the KV cache). Zero-filled and 2 MiB aligned, and the kernel is asked to back it
-// with transparent huge pages (MADV_HUGEPAGE; Debian's default THP mode, "madvise", only gives
-// them to memory that asks). With 4 KiB pages the hardware prefetchers stop at every page
-// boundary: on the Zen 3 VM a 2-thread sequential read reaches 14-17 GB/s on 4 KiB pages and
-// 20-21 GB/s on huge pages, and decode is such a read of every weight per token.
-// PAGODA_HUGE_PAGES=0 leaves the memory on the system's default pages (for A/B measurements).
+// PageBuffer: anonymous memory for large, long-lived arrays (re-laid-out model weights, the KV
+// cache). Zero-filled, 2 MiB aligned, and untouched pages cost no RAM.
+//
+// HugePages::kYes asks the kernel for transparent huge pages (MADV_HUGEPAGE; Debian's default THP
+// mode, "madvise", only gives them to memory that asks). With 4 KiB pages the hardware
+// prefetchers stop at every page boundary: on the Zen 3 VM a 2-thread sequential read reaches
+// 14-17 GB/s on 4 KiB pages and 20-21 GB/s on huge pages, and decode is such a read of every
+// weight per token. Memory first touched while serving (the KV cache) stays on 4 KiB pages: with
+// THP defrag "madvise" a huge-page fault may compact memory synchronously, a stall in the middle
+// of a request. PAGODA_HUGE_PAGES=0 turns huge pages off everywhere (A/B measurements).
 #pragma once
 
 #include <cstddef>
@@ -14,11 +17,13 @@
 
 namespace pagoda {
 
+enum class HugePages { kNo, kYes };
+
 class PageBuffer {
  public:
   // `bytes` of zeroed memory (0: an empty buffer with no mapping). Fails when the system cannot
   // map that much.
-  static Result<PageBuffer> allocate(size_t bytes);
+  static Result<PageBuffer> allocate(size_t bytes, HugePages huge);
 
   PageBuffer() = default;
   PageBuffer(PageBuffer&& other) noexcept;

@@ -139,7 +139,7 @@ void DecoderModel::place_weights() {
     sizes.push_back(bytes);
     total += (bytes + 63) / 64 * 64;  // no overflow: a copy of what is already in memory
   }
-  auto buffer = PageBuffer::allocate(total);
+  auto buffer = PageBuffer::allocate(total, HugePages::kYes);
   if (!buffer.ok()) {
     PAGODA_LOG_WARN("weights stay in the file mapping ({}): decode reads them more slowly",
                     buffer.status().message());

@@ -43,7 +43,7 @@ Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blo
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_block, bytes_per_block(c, block_size, dtype));
   auto total = checked_mul<uint64_t>(per_block, static_cast<uint64_t>(num_blocks));
   if (!total) return out_of_range("KV cache size overflows");
-  auto memory = PageBuffer::allocate(*total);
+  auto memory = PageBuffer::allocate(*total, HugePages::kNo);
   if (!memory.ok()) return resource_exhausted("cannot reserve {} bytes for the KV cache", *total);
   KvStorage s;
   s.memory_ = std::move(*memory);

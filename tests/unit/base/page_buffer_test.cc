@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <utility>
 
 namespace pagoda {
@@ -11,7 +15,7 @@ namespace {
 
 TEST(PageBufferTest, ZeroedAlignedAndWritable) {
   const size_t bytes = (size_t{5} << 20) + 123;  // not a whole number of huge pages
-  auto b = PageBuffer::allocate(bytes);
+  auto b = PageBuffer::allocate(bytes, HugePages::kYes);
   ASSERT_TRUE(b.ok()) << b.status().to_string();
   ASSERT_NE(b->data(), nullptr);
   EXPECT_EQ(b->size(), bytes);
@@ -26,8 +30,44 @@ TEST(PageBufferTest, ZeroedAlignedAndWritable) {
   EXPECT_EQ(b->data()[bytes - 1], static_cast<uint8_t>(bytes - 1));
 }
 
+// The VmFlags line of the mapping that holds p in /proc/self/smaps ("" if none).
+std::string vm_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// MADV_HUGEPAGE shows as the "hg" flag: asked for with kYes (unless PAGODA_HUGE_PAGES=0 or the
+// kernel has no transparent huge pages), never with kNo.
+TEST(PageBufferTest, AsksForHugePagesOnlyWhenTold) {
+  auto huge = PageBuffer::allocate(size_t{4} << 20, HugePages::kYes);
+  auto plain = PageBuffer::allocate(size_t{4} << 20, HugePages::kNo);
+  ASSERT_TRUE(huge.ok() && plain.ok());
+  const std::string huge_flags = vm_flags(huge->data());
+  const std::string plain_flags = vm_flags(plain->data());
+  ASSERT_FALSE(huge_flags.empty());
+  ASSERT_FALSE(plain_flags.empty());
+  const char* env = std::getenv("PAGODA_HUGE_PAGES");
+  const bool kernel_has_thp = std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
+  const bool enabled = kernel_has_thp && (env == nullptr || std::string(env) != "0");
+  EXPECT_EQ(huge_flags.find(" hg") != std::string::npos, enabled) << huge_flags;
+  EXPECT_EQ(plain_flags.find(" hg"), std::string::npos) << plain_flags;
+}
+
 TEST(PageBufferTest, MoveTransfersOwnership) {
-  auto b = PageBuffer::allocate(4096);
+  auto b = PageBuffer::allocate(4096, HugePages::kNo);
   ASSERT_TRUE(b.ok());
   uint8_t* p = b->data();
   p[0] = 7;
@@ -43,13 +83,13 @@ TEST(PageBufferTest, MoveTransfersOwnership) {
 }
 
 TEST(PageBufferTest, EmptyAndImpossibleSizes) {
-  auto empty = PageBuffer::allocate(0);
+  auto empty = PageBuffer::allocate(0, HugePages::kYes);
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(empty->data(), nullptr);
   EXPECT_EQ(empty->size(), 0u);
   // Overflows the huge-page rounding, then more than any address space: errors, not aborts.
   for (size_t bytes : {std::numeric_limits<size_t>::max(), size_t{1} << 62}) {
-    auto b = PageBuffer::allocate(bytes);
+    auto b = PageBuffer::allocate(bytes, HugePages::kYes);
     ASSERT_FALSE(b.ok()) << bytes;
     EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
   }
