@@ -42,18 +42,17 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Read bandwidth of this machine in GB/s (0 if the buffer cannot be allocated): all threads
-// summing a buffer far larger than the caches. The best of several passes (not the median): on a
+// Read bandwidth of this machine in GB/s: all threads summing a buffer far larger than the
+// caches. The best of several passes (not the median): on a
 // shared machine the neighbours only ever lower it, and a higher bandwidth makes the roofline
 // percentage stricter.
-double measure_read_bandwidth(int repeats) {
+Result<double> measure_read_bandwidth(int repeats) {
   const size_t bytes = size_t{1} << 30;
   const size_t n = bytes / sizeof(uint64_t);
   // On huge pages, as the model's weights are (base/page_buffer.h); without them the probe would
   // understate what the weights can stream at.
-  auto memory = PageBuffer::allocate(bytes, HugePages::kYes);
-  if (!memory.ok()) return 0;
-  auto* buf = reinterpret_cast<uint64_t*>(memory->data());
+  PAGODA_ASSIGN_OR_RETURN(PageBuffer memory, PageBuffer::allocate(bytes, HugePages::kYes));
+  auto* buf = reinterpret_cast<uint64_t*>(memory.data());
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i)
     buf[i] = i;
@@ -223,8 +222,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
       auto kv = runner::KvStorage::create(c, 1 + blocks_per_seq * max_batch, bs, *kv_dtype);
       if (!kv.ok()) return fail(kv.status().message());
 
-      const double bw = measure_read_bandwidth(5);
-      if (bw <= 0) return fail("cannot allocate the 1 GiB buffer that measures memory bandwidth");
+      auto measured = measure_read_bandwidth(5);
+      if (!measured.ok()) return fail("measuring memory bandwidth: " + measured.status().message());
+      const double bw = *measured;
       auto weight_bytes = weight_bytes_per_token(path, c);
       if (!weight_bytes.ok()) return fail(weight_bytes.status().message());
       const uint64_t bytes_per_token = *weight_bytes;

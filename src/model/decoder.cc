@@ -125,19 +125,23 @@ void DecoderModel::place_weights() {
     }
   }
   views.push_back(&w_.output);
-  // Their offsets in one buffer: the packed copy where the kernels have a layout, else the bytes
-  // as stored; 64-byte aligned (cache lines).
-  std::vector<size_t> offsets, sizes;
+  // Where each goes in one buffer: the packed copy where the kernels have a layout, else the
+  // bytes as stored; 64-byte aligned (cache lines).
+  struct Placement {
+    size_t offset = 0, bytes = 0;
+    bool packed = false;
+  };
+  std::vector<Placement> places;
   size_t total = 0;
   for (const kernels::WeightView* w : views) {
-    size_t bytes = 0;
+    Placement p{total, 0, false};
     if (w->data != nullptr && w->rows > 0) {  // (not a MoE layer's empty dense FFN views)
-      bytes = kernels::packed_size(*w);
-      if (bytes == 0) bytes = static_cast<size_t>(w->rows) * w->row_bytes;
+      p.bytes = kernels::packed_size(*w);
+      p.packed = p.bytes > 0;
+      if (!p.packed) p.bytes = static_cast<size_t>(w->rows) * w->row_bytes;
     }
-    offsets.push_back(total);
-    sizes.push_back(bytes);
-    total += (bytes + 63) / 64 * 64;  // no overflow: a copy of what is already in memory
+    places.push_back(p);
+    total += (p.bytes + 63) / 64 * 64;  // no overflow: a copy of what is already in memory
   }
   auto buffer = PageBuffer::allocate(total, HugePages::kYes);
   if (!buffer.ok()) {
@@ -148,15 +152,16 @@ void DecoderModel::place_weights() {
   weights_ = std::move(*buffer);
   for (size_t i = 0; i < views.size(); ++i) {
     kernels::WeightView& w = *views[i];
-    if (sizes[i] == 0) continue;
-    uint8_t* dst = weights_.data() + offsets[i];
+    const Placement& p = places[i];
+    if (p.bytes == 0) continue;
+    uint8_t* dst = weights_.data() + p.offset;
     const uint8_t* begin = w.data;
     const uint8_t* end = w.data + static_cast<size_t>(w.rows) * w.row_bytes;
-    if (kernels::packed_size(w) > 0) {
+    if (p.packed) {
       kernels::pack_weight(w, dst);
       w.packed = dst;
     } else {
-      std::memcpy(dst, begin, sizes[i]);
+      std::memcpy(dst, begin, p.bytes);
       w.data = dst;
     }
     // The kernels now read the copy: let the original pages go (they stay readable).
