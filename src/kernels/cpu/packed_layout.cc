@@ -21,8 +21,12 @@ PackedType packed_type(tensor::DType t) {
   switch (t) {
     case tensor::DType::kQ4_0:
       return {kQK, sizeof(BlockQ4_0), kPackedQ4_0BlockBytes};
+    case tensor::DType::kQ8_0:
+      return {kQK, sizeof(BlockQ8_0), kPackedQ8_0BlockBytes};
     case tensor::DType::kQ4_K:
       return {kQK_K, sizeof(BlockQ4_K), kPackedQ4_KBlockBytes};
+    case tensor::DType::kQ5_K:
+      return {kQK_K, sizeof(BlockQ5_K), kPackedQ5_KBlockBytes};
     case tensor::DType::kQ6_K:
       return {kQK_K, sizeof(BlockQ6_K), kPackedQ6_KBlockBytes};
     default:
@@ -50,15 +54,23 @@ void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) 
       concat(blks, 0, 2, dst);             // d
       interleave4(blks, 2, 16, dst + 16);  // qs
       break;
+    case tensor::DType::kQ8_0:
+      concat(blks, 0, 2, dst);             // d
+      interleave4(blks, 2, 32, dst + 16);  // qs
+      break;
     case tensor::DType::kQ4_K:
+    case tensor::DType::kQ5_K: {
+      const bool q5 = t == tensor::DType::kQ5_K;
       concat(blks, 0, 2, dst);       // d
       concat(blks, 2, 2, dst + 16);  // dmin
       for (int r = 0; r < kPackedTileRows; ++r) {
         for (int j = 0; j < 8; ++j)  // scales and mins, decoded, row-minor
           k4_scale_min(j, blks[r] + 4, dst + 32 + 8 * j + r, dst + 96 + 8 * j + r);
       }
-      interleave4(blks, 16, 128, dst + 160);  // qs
+      interleave4(blks, q5 ? 48 : 16, 128, dst + 160);                 // qs
+      if (q5) interleave4(blks, 16, 32, dst + kPackedQ4_KBlockBytes);  // qh
       break;
+    }
     case tensor::DType::kQ6_K:
       concat(blks, 208, 2, dst);  // d
       for (int r = 0; r < kPackedTileRows; ++r) {

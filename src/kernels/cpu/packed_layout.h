@@ -10,11 +10,15 @@
 //                    r's nibbles qs, so its low nibbles are levels 4g + i and its high nibbles
 //                    levels 16 + 4g + i (block_layouts.h's element order).
 //
+// Q8_0: 272-byte tile blocks (8 x 34): [0, 16) the 8 rows' scales d (f16, row r at 2r); [16, 272)
+//   8 vectors, vector g holding at 4r + i byte 4g + i of row r's qs (levels 4g + i).
 // Q4_K: 1184-byte tile blocks (one per 256-element super-block; 32 bytes more than 8 rows):
 //   [0, 16) d and [16, 32) dmin (f16, row r at 2r); [32, 96) the 6-bit scales decoded to
 //   bytes, sub-block j's 8 rows at 32 + 8j + r; [96, 160) the mins likewise; [160, 1184) 32
 //   vectors, vector 8c + g (c, g < 4, 8) holding at 4r + i byte 32c + 4g + i of row r's qs (low
 //   nibbles: sub-block 2c, high: 2c + 1).
+// Q5_K: 1440-byte tile blocks: Q4_K's 1184 bytes (qs from byte 48 of a row block), then [1184,
+//   1440) 8 qh vectors, vector g holding at 4r + i byte 4g + i of row r's qh.
 // Q6_K: 1680-byte tile blocks (8 x 210):
 //   [0, 16) d (f16); [16, 144) the int8 scales, sub-block j's 8 rows at 16 + 8j + r;
 //   [144, 1168) 32 ql vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i]
@@ -32,7 +36,9 @@ namespace pagoda::kernels::cpu {
 
 inline constexpr int kPackedTileRows = 8;
 inline constexpr size_t kPackedQ4_0BlockBytes = 144;
+inline constexpr size_t kPackedQ8_0BlockBytes = 272;
 inline constexpr size_t kPackedQ4_KBlockBytes = 1184;
+inline constexpr size_t kPackedQ5_KBlockBytes = 1440;
 inline constexpr size_t kPackedQ6_KBlockBytes = 1680;
 
 // Bytes of w's packed copy, or 0 when w.dtype has no packed layout (or w is empty).

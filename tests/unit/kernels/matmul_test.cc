@@ -394,20 +394,24 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
   }
 }
 
-// The packed path is really taken where it exists: x86 ISAs pack Q4_0, Q4_K and Q6_K (tiles of
-// 8 rows, the last one padded), the reference packs nothing.
-TEST(PackedWeightTest, X86PacksQ4_0Q4_KQ6_KAndTheReferenceNothing) {
+// The packed path is really taken where it exists: x86 ISAs pack Q4_0, Q8_0, Q4_K, Q5_K and Q6_K
+// (tiles of 8 rows, the last one padded), the reference packs nothing; other types stay as stored.
+TEST(PackedWeightTest, X86PacksQ4_0Q8_0Q4_KQ5_KQ6_KAndTheReferenceNothing) {
   const Weight q4_0 = make_weight(DType::kQ4_0, 13, 512, 5);
   const Weight q4_k = make_weight(DType::kQ4_K, 13, 512, 6);
   const Weight q6_k = make_weight(DType::kQ6_K, 13, 512, 7);
   const Weight q8 = make_weight(DType::kQ8_0, 13, 512, 8);
+  const Weight q5_k = make_weight(DType::kQ5_K, 13, 512, 9);
+  const Weight q4_1 = make_weight(DType::kQ4_1, 13, 512, 10);
   for (Isa isa : supported_isas()) {
     IsaGuard guard(isa);
     const bool x86 = isa != Isa::kScalar;
     EXPECT_EQ(pack_weight(q4_0.view).size(), x86 ? 2u * 16u * 144u : 0u) << isa_name(isa);
     EXPECT_EQ(pack_weight(q4_k.view).size(), x86 ? 2u * 2u * 1184u : 0u) << isa_name(isa);
     EXPECT_EQ(pack_weight(q6_k.view).size(), x86 ? 2u * 2u * 1680u : 0u) << isa_name(isa);
-    EXPECT_TRUE(pack_weight(q8.view).empty()) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q8.view).size(), x86 ? 2u * 16u * 272u : 0u) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q5_k.view).size(), x86 ? 2u * 2u * 1440u : 0u) << isa_name(isa);
+    EXPECT_TRUE(pack_weight(q4_1.view).empty()) << isa_name(isa);
   }
 }
 
