@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,21 @@ Result<PageBuffer> PageBuffer::allocate(size_t bytes, HugePages huge) {
     ::madvise(b.data_, (bytes + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
 #endif
   return b;
+}
+
+Status PageBuffer::populate() {
+  if (size_ == 0) return Status();
+  const size_t bytes = (size_ + kHugePage - 1) / kHugePage * kHugePage;  // inside the mapping
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(data_, bytes, MADV_POPULATE_WRITE) == 0) return Status();
+  if (errno != EINVAL) {  // EINVAL: a kernel older than 5.14; otherwise out of memory
+    return resource_exhausted("cannot commit {} bytes of memory (madvise: errno {})", size_, errno);
+  }
+#endif
+  // One write per 4 KiB page (the memory is zero already, so writing zero keeps it).
+  for (size_t off = 0; off < bytes; off += 4096)
+    static_cast<volatile uint8_t*>(data_)[off] = 0;
+  return Status();
 }
 
 PageBuffer::PageBuffer(PageBuffer&& other) noexcept {

@@ -5,9 +5,10 @@
 // mode, "madvise", only gives them to memory that asks). With 4 KiB pages the hardware
 // prefetchers stop at every page boundary: on the Zen 3 VM a 2-thread sequential read reaches
 // 14-17 GB/s on 4 KiB pages and 20-21 GB/s on huge pages, and decode is such a read of every
-// weight per token. Memory first touched while serving (the KV cache) stays on 4 KiB pages: with
-// THP defrag "madvise" a huge-page fault may compact memory synchronously, a stall in the middle
-// of a request. PAGODA_HUGE_PAGES=0 turns huge pages off everywhere (A/B measurements).
+// weight per token. Memory that would otherwise be first touched while serving (the KV cache) is
+// populated up front: with THP defrag "madvise" a huge-page fault may compact memory
+// synchronously, which must not stall a request. PAGODA_HUGE_PAGES=0 turns huge pages off
+// everywhere (A/B measurements).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,11 @@ class PageBuffer {
   PageBuffer(const PageBuffer&) = delete;
   PageBuffer& operator=(const PageBuffer&) = delete;
   ~PageBuffer();
+
+  // Faults every page in now (MADV_POPULATE_WRITE; a write per page on kernels before 5.14), so
+  // the memory is committed here: no page faults later, and a machine short of memory fails
+  // here rather than in the middle of serving.
+  Status populate();
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

@@ -1,9 +1,10 @@
 // KvStorage: the memory behind the paged KV cache: for every layer, K and V arrays of
 // num_blocks blocks in the layout kernels/attention.h documents (dtype f32, f16, bf16 or q8_0;
 // a block of one layer's K is num_kv_heads * block_size * kernels::kv_row_bytes(dtype, head_dim)
-// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once (a PageBuffer on 4 KiB pages,
-// so untouched blocks cost no RAM and first touches never compact memory mid-request); the KV
-// metadata layer (src/kv) decides which block holds what.
+// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once, on huge pages, and populated
+// at creation (PageBuffer::populate): the memory the startup line promises is committed before
+// the first request, and no request takes a page fault on a fresh block; the KV metadata layer
+// (src/kv) decides which block holds what.
 #pragma once
 
 #include <cstdint>

@@ -30,8 +30,9 @@ TEST(PageBufferTest, ZeroedAlignedAndWritable) {
   EXPECT_EQ(b->data()[bytes - 1], static_cast<uint8_t>(bytes - 1));
 }
 
-// The VmFlags line of the mapping that holds p in /proc/self/smaps ("" if none).
-std::string vm_flags(const void* p) {
+// The line starting with `key` ("VmFlags:", "Rss:") of the mapping that holds p in
+// /proc/self/smaps ("" if none).
+std::string smaps_line(const void* p, const std::string& key) {
   std::ifstream smaps("/proc/self/smaps");
   const auto addr = reinterpret_cast<uintptr_t>(p);
   std::string line;
@@ -42,11 +43,21 @@ std::string vm_flags(const void* p) {
     std::istringstream head(line);
     if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
       inside = addr >= lo && addr < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+    } else if (inside && line.rfind(key, 0) == 0) {
       return line;
     }
   }
   return "";
+}
+std::string vm_flags(const void* p) {
+  return smaps_line(p, "VmFlags:");
+}
+// Resident kB of the mapping that holds p.
+long rss_kb(const void* p) {
+  std::istringstream in(smaps_line(p, "Rss:").substr(4));
+  long kb = -1;
+  in >> kb;
+  return kb;
 }
 
 // MADV_HUGEPAGE shows as the "hg" flag: asked for with kYes (unless PAGODA_HUGE_PAGES=0 or the
@@ -64,6 +75,25 @@ TEST(PageBufferTest, AsksForHugePagesOnlyWhenTold) {
   const bool enabled = kernel_has_thp && (env == nullptr || std::string(env) != "0");
   EXPECT_EQ(huge_flags.find(" hg") != std::string::npos, enabled) << huge_flags;
   EXPECT_EQ(plain_flags.find(" hg"), std::string::npos) << plain_flags;
+}
+
+// populate() makes every page resident up front (the KV cache relies on it: no page faults, and
+// no huge-page compaction, in the middle of a request) and keeps the contents zero.
+TEST(PageBufferTest, PopulateMakesThePagesResident) {
+  for (HugePages huge : {HugePages::kNo, HugePages::kYes}) {
+    const size_t bytes = (size_t{6} << 20) + 5;
+    auto b = PageBuffer::allocate(bytes, huge);
+    ASSERT_TRUE(b.ok());
+    EXPECT_LT(rss_kb(b->data()), 1024) << "untouched memory should not be resident yet";
+    ASSERT_TRUE(b->populate().ok());
+    EXPECT_GE(rss_kb(b->data()), static_cast<long>(bytes / 1024)) << smaps_line(b->data(), "Rss:");
+    size_t nonzero = 0;
+    for (size_t i = 0; i < bytes; i += 4093)
+      nonzero += b->data()[i] != 0;
+    EXPECT_EQ(nonzero, 0u);
+  }
+  PageBuffer empty;
+  EXPECT_TRUE(empty.populate().ok());
 }
 
 TEST(PageBufferTest, MoveTransfersOwnership) {
