@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -52,7 +53,7 @@ Status PageBuffer::populate() {
 #ifdef MADV_POPULATE_WRITE
   if (::madvise(data_, bytes, MADV_POPULATE_WRITE) == 0) return Status();
   if (errno != EINVAL) {  // EINVAL: a kernel older than 5.14; otherwise out of memory
-    return resource_exhausted("cannot commit {} bytes of memory (madvise: errno {})", size_, errno);
+    return resource_exhausted("cannot commit {} bytes of memory: {}", size_, std::strerror(errno));
   }
 #endif
   // One write per 4 KiB page (the memory is zero already, so writing zero keeps it).
