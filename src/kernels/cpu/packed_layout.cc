@@ -23,6 +23,12 @@ PackedType packed_type(tensor::DType t) {
       return {kQK, sizeof(BlockQ4_0), kPackedQ4_0BlockBytes};
     case tensor::DType::kQ8_0:
       return {kQK, sizeof(BlockQ8_0), kPackedQ8_0BlockBytes};
+    case tensor::DType::kQ4_1:
+      return {kQK, sizeof(BlockQ4_1), kPackedQ4_1BlockBytes};
+    case tensor::DType::kQ5_0:
+      return {kQK, sizeof(BlockQ5_0), kPackedQ5_0BlockBytes};
+    case tensor::DType::kQ5_1:
+      return {kQK, sizeof(BlockQ5_1), kPackedQ5_1BlockBytes};
     case tensor::DType::kQ4_K:
       return {kQK_K, sizeof(BlockQ4_K), kPackedQ4_KBlockBytes};
     case tensor::DType::kQ5_K:
@@ -48,6 +54,21 @@ void concat(const uint8_t* const* blks, size_t src_off, size_t n, uint8_t* dst) 
     std::memcpy(dst + n * r, blks[r] + src_off, n);
 }
 
+// Writes the 8 rows' Q5 fifth bits (the u32 qh at src_off) as 32 bytes: bit g of byte 4r + i is
+// bit 4g + i of row r's qh.
+void spread_fifth_bits(const uint8_t* const* blks, size_t src_off, uint8_t* dst) {
+  for (int r = 0; r < kPackedTileRows; ++r) {
+    uint32_t qh;
+    std::memcpy(&qh, blks[r] + src_off, 4);
+    for (int i = 0; i < 4; ++i) {
+      uint8_t v = 0;
+      for (int g = 0; g < 8; ++g)
+        v = static_cast<uint8_t>(v | (((qh >> (4 * g + i)) & 1u) << g));
+      dst[4 * r + i] = v;
+    }
+  }
+}
+
 void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) {
   switch (t) {
     case tensor::DType::kQ4_0:
@@ -57,6 +78,22 @@ void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) 
     case tensor::DType::kQ8_0:
       concat(blks, 0, 2, dst);             // d
       interleave4(blks, 2, 32, dst + 16);  // qs
+      break;
+    case tensor::DType::kQ4_1:
+      concat(blks, 0, 2, dst);             // d
+      concat(blks, 2, 2, dst + 16);        // m
+      interleave4(blks, 4, 16, dst + 32);  // qs
+      break;
+    case tensor::DType::kQ5_0:
+      concat(blks, 0, 2, dst);                // d
+      interleave4(blks, 6, 16, dst + 16);     // qs
+      spread_fifth_bits(blks, 2, dst + 144);  // qh
+      break;
+    case tensor::DType::kQ5_1:
+      concat(blks, 0, 2, dst);                // d
+      concat(blks, 2, 2, dst + 16);           // m
+      interleave4(blks, 8, 16, dst + 32);     // qs
+      spread_fifth_bits(blks, 4, dst + 160);  // qh
       break;
     case tensor::DType::kQ4_K:
     case tensor::DType::kQ5_K: {

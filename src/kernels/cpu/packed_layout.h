@@ -23,6 +23,11 @@
 //   [0, 16) d (f16); [16, 144) the int8 scales, sub-block j's 8 rows at 16 + 8j + r;
 //   [144, 1168) 32 ql vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i]
 //   of row r; [1168, 1680) 16 qh vectors, vector 8h + g holding at 4r + i qh[32h + 4g + i].
+// Q4_1: 160-byte tile blocks (8 x 20): [0, 16) d, [16, 32) m (f16, row r at 2r); [32, 160) qs as
+//   in Q4_0.
+// Q5_0 / Q5_1: 176 / 192-byte tile blocks (8 x 22 / 8 x 24): Q4_0's / Q4_1's bytes, then 32 bytes
+//   of fifth bits: bit g of byte 4r + i is the fifth bit of row r's level 4g + i (bit 4g + i of
+//   its qh), so one shift and one mask put vector g's fifth bits in place.
 // Scales sit row-minor so a SIMD load gives one sub-block's scale for all 8 rows.
 // Other types have no packed layout: packed_bytes() returns 0.
 #pragma once
@@ -37,6 +42,9 @@ namespace pagoda::kernels::cpu {
 inline constexpr int kPackedTileRows = 8;
 inline constexpr size_t kPackedQ4_0BlockBytes = 144;
 inline constexpr size_t kPackedQ8_0BlockBytes = 272;
+inline constexpr size_t kPackedQ4_1BlockBytes = 160;
+inline constexpr size_t kPackedQ5_0BlockBytes = 176;
+inline constexpr size_t kPackedQ5_1BlockBytes = 192;
 inline constexpr size_t kPackedQ4_KBlockBytes = 1184;
 inline constexpr size_t kPackedQ5_KBlockBytes = 1440;
 inline constexpr size_t kPackedQ6_KBlockBytes = 1680;

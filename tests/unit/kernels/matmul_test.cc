@@ -403,6 +403,8 @@ TEST(PackedWeightTest, X86PacksQ4_0Q8_0Q4_KQ5_KQ6_KAndTheReferenceNothing) {
   const Weight q8 = make_weight(DType::kQ8_0, 13, 512, 8);
   const Weight q5_k = make_weight(DType::kQ5_K, 13, 512, 9);
   const Weight q4_1 = make_weight(DType::kQ4_1, 13, 512, 10);
+  const Weight q5_0 = make_weight(DType::kQ5_0, 13, 512, 11);
+  const Weight q5_1 = make_weight(DType::kQ5_1, 13, 512, 12);
   for (Isa isa : supported_isas()) {
     IsaGuard guard(isa);
     const bool x86 = isa != Isa::kScalar;
@@ -411,7 +413,9 @@ TEST(PackedWeightTest, X86PacksQ4_0Q8_0Q4_KQ5_KQ6_KAndTheReferenceNothing) {
     EXPECT_EQ(pack_weight(q6_k.view).size(), x86 ? 2u * 2u * 1680u : 0u) << isa_name(isa);
     EXPECT_EQ(pack_weight(q8.view).size(), x86 ? 2u * 16u * 272u : 0u) << isa_name(isa);
     EXPECT_EQ(pack_weight(q5_k.view).size(), x86 ? 2u * 2u * 1440u : 0u) << isa_name(isa);
-    EXPECT_TRUE(pack_weight(q4_1.view).empty()) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q4_1.view).size(), x86 ? 2u * 16u * 160u : 0u) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q5_0.view).size(), x86 ? 2u * 16u * 176u : 0u) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q5_1.view).size(), x86 ? 2u * 16u * 192u : 0u) << isa_name(isa);
   }
 }
 
