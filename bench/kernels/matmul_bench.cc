@@ -129,8 +129,9 @@ void BM_Gemm(benchmark::State& state) {
   set_label(state, t);
 }
 
-const DType kTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K,
-                        DType::kQ6_K, DType::kF16,  DType::kBF16, DType::kF32};
+const DType kTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
+                        DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+                        DType::kF16,  DType::kBF16, DType::kF32};
 
 void gemv_args(benchmark::internal::Benchmark* b) {
   for (DType t : kTypes)

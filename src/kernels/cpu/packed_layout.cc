@@ -29,6 +29,10 @@ PackedType packed_type(tensor::DType t) {
       return {kQK, sizeof(BlockQ5_0), kPackedQ5_0BlockBytes};
     case tensor::DType::kQ5_1:
       return {kQK, sizeof(BlockQ5_1), kPackedQ5_1BlockBytes};
+    case tensor::DType::kQ2_K:
+      return {kQK_K, sizeof(BlockQ2_K), kPackedQ2_KBlockBytes};
+    case tensor::DType::kQ3_K:
+      return {kQK_K, sizeof(BlockQ3_K), kPackedQ3_KBlockBytes};
     case tensor::DType::kQ4_K:
       return {kQK_K, sizeof(BlockQ4_K), kPackedQ4_KBlockBytes};
     case tensor::DType::kQ5_K:
@@ -94,6 +98,24 @@ void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) 
       concat(blks, 2, 2, dst + 16);           // m
       interleave4(blks, 8, 16, dst + 32);     // qs
       spread_fifth_bits(blks, 4, dst + 160);  // qh
+      break;
+    case tensor::DType::kQ2_K:
+      concat(blks, 80, 2, dst);       // d
+      concat(blks, 82, 2, dst + 16);  // dmin
+      for (int r = 0; r < kPackedTileRows; ++r) {
+        for (int j = 0; j < 16; ++j)  // scales and mins, row-minor
+          dst[32 + 8 * j + r] = blks[r][j];
+      }
+      interleave4(blks, 16, 64, dst + 160);  // qs
+      break;
+    case tensor::DType::kQ3_K:
+      concat(blks, 108, 2, dst);  // d
+      for (int r = 0; r < kPackedTileRows; ++r) {
+        for (int j = 0; j < 16; ++j)  // signed scales, row-minor
+          dst[16 + 8 * j + r] = static_cast<uint8_t>(q3_k_scale(j, blks[r] + 96) - 32);
+      }
+      interleave4(blks, 32, 64, dst + 144);  // qs
+      interleave4(blks, 0, 32, dst + 656);   // hmask
       break;
     case tensor::DType::kQ4_K:
     case tensor::DType::kQ5_K: {

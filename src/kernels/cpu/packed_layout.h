@@ -28,6 +28,13 @@
 // Q5_0 / Q5_1: 176 / 192-byte tile blocks (8 x 22 / 8 x 24): Q4_0's / Q4_1's bytes, then 32 bytes
 //   of fifth bits: bit g of byte 4r + i is the fifth bit of row r's level 4g + i (bit 4g + i of
 //   its qh), so one shift and one mask put vector g's fifth bits in place.
+// Q2_K: 672-byte tile blocks (8 x 84): [0, 16) d and [16, 32) dmin (f16); [32, 160) the scale
+//   bytes as stored (low nibble scale, high nibble min), sub-block j's 8 rows at 32 + 8j + r;
+//   [160, 672) 16 qs vectors, vector 8h + g holding at 4r + i qs[32h + 4g + i] of row r.
+// Q3_K: 912-byte tile blocks (32 bytes more than 8 rows): [0, 16) d (f16); [16, 144) the
+//   6-bit scales decoded to signed bytes (minus 32), sub-block j's 8 rows at 16 + 8j + r (as
+//   Q6_K); [144, 656) qs as in Q2_K; [656, 912) 8 hmask vectors, vector g holding at 4r + i
+//   hmask[4g + i] of row r.
 // Scales sit row-minor so a SIMD load gives one sub-block's scale for all 8 rows.
 // Other types have no packed layout: packed_bytes() returns 0.
 #pragma once
@@ -45,6 +52,8 @@ inline constexpr size_t kPackedQ8_0BlockBytes = 272;
 inline constexpr size_t kPackedQ4_1BlockBytes = 160;
 inline constexpr size_t kPackedQ5_0BlockBytes = 176;
 inline constexpr size_t kPackedQ5_1BlockBytes = 192;
+inline constexpr size_t kPackedQ2_KBlockBytes = 672;
+inline constexpr size_t kPackedQ3_KBlockBytes = 912;
 inline constexpr size_t kPackedQ4_KBlockBytes = 1184;
 inline constexpr size_t kPackedQ5_KBlockBytes = 1440;
 inline constexpr size_t kPackedQ6_KBlockBytes = 1680;

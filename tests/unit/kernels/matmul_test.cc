@@ -394,9 +394,9 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
   }
 }
 
-// The packed path is really taken where it exists: x86 ISAs pack Q4_0, Q8_0, Q4_K, Q5_K and Q6_K
-// (tiles of 8 rows, the last one padded), the reference packs nothing; other types stay as stored.
-TEST(PackedWeightTest, X86PacksQ4_0Q8_0Q4_KQ5_KQ6_KAndTheReferenceNothing) {
+// The packed path is really taken where it exists: x86 ISAs pack every quantised type (tiles of 8
+// rows, the last one padded), the reference packs nothing; float types stay as stored.
+TEST(PackedWeightTest, X86PacksEveryQuantisedTypeAndTheReferenceNothing) {
   const Weight q4_0 = make_weight(DType::kQ4_0, 13, 512, 5);
   const Weight q4_k = make_weight(DType::kQ4_K, 13, 512, 6);
   const Weight q6_k = make_weight(DType::kQ6_K, 13, 512, 7);
@@ -405,6 +405,9 @@ TEST(PackedWeightTest, X86PacksQ4_0Q8_0Q4_KQ5_KQ6_KAndTheReferenceNothing) {
   const Weight q4_1 = make_weight(DType::kQ4_1, 13, 512, 10);
   const Weight q5_0 = make_weight(DType::kQ5_0, 13, 512, 11);
   const Weight q5_1 = make_weight(DType::kQ5_1, 13, 512, 12);
+  const Weight q2_k = make_weight(DType::kQ2_K, 13, 512, 13);
+  const Weight q3_k = make_weight(DType::kQ3_K, 13, 512, 14);
+  const Weight f16 = make_weight(DType::kF16, 13, 512, 15);
   for (Isa isa : supported_isas()) {
     IsaGuard guard(isa);
     const bool x86 = isa != Isa::kScalar;
@@ -416,6 +419,9 @@ TEST(PackedWeightTest, X86PacksQ4_0Q8_0Q4_KQ5_KQ6_KAndTheReferenceNothing) {
     EXPECT_EQ(pack_weight(q4_1.view).size(), x86 ? 2u * 16u * 160u : 0u) << isa_name(isa);
     EXPECT_EQ(pack_weight(q5_0.view).size(), x86 ? 2u * 16u * 176u : 0u) << isa_name(isa);
     EXPECT_EQ(pack_weight(q5_1.view).size(), x86 ? 2u * 16u * 192u : 0u) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q2_k.view).size(), x86 ? 2u * 2u * 672u : 0u) << isa_name(isa);
+    EXPECT_EQ(pack_weight(q3_k.view).size(), x86 ? 2u * 2u * 912u : 0u) << isa_name(isa);
+    EXPECT_TRUE(pack_weight(f16.view).empty()) << isa_name(isa);
   }
 }
 
