@@ -34,7 +34,7 @@ namespace {
 #include "kernels/cpu/x86/x86_panel_legacy.inc"
 #include "kernels/cpu/x86/x86_panel_q23_k.inc"
 #include "kernels/cpu/x86/x86_gemm.inc"
-#include "kernels/cpu/x86/x86_gemm_q4_0.inc"
+#include "kernels/cpu/x86/x86_gemm_legacy.inc"
 #include "kernels/cpu/x86/x86_gemm_k.inc"
 #include "kernels/cpu/x86/x86_matmul_f.inc"
 #include "kernels/cpu/x86/x86_attention.inc"
