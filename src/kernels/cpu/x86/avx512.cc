@@ -7,7 +7,12 @@
 #include "kernels/cpu/kernel_table.h"
 
 #if defined(__x86_64__)
+// GCC 12's 512-bit intrinsics start from _mm512_undefined_*() and warn "may be used uninitialized"
+// where they are inlined (GCC bug 105593, fixed in 13); the warning points into the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cmath>
