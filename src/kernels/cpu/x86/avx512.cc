@@ -9,10 +9,14 @@
 #if defined(__x86_64__)
 // GCC 12's 512-bit intrinsics start from _mm512_undefined_*() and warn "may be used uninitialized"
 // where they are inlined (GCC bug 105593, fixed in 13); the warning points into the header.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include <algorithm>
 #include <cmath>
