@@ -1,17 +1,21 @@
-// The AVX-512 (F, BW, VL, VNNI) kernel table. The vectors stay 256 bits wide (the same tiles as
-// AVX2; Zen 4 executes 512-bit ops as two halves anyway); VNNI replaces the maddubs + madd pair of
-// int8 dot products with one vpdpbusd. The shared x86 sources (x86_*.inc) are compiled here for
-// this ISA: every header is included first, then the functions below get the target attributes
-// (so nothing from std:: or other headers is compiled for AVX-512 and the library still loads on
-// any x86-64 CPU; isa.cc only selects this table when the CPU has the features).
+// The AVX-512 (F, BW, VL, VNNI) kernel table. The tiles are AVX2's (8 rows, 256-bit vectors); VNNI
+// replaces the maddubs + madd pair of int8 dot products with one vpdpbusd, and the kernels that
+// take two tiles at once (decode_pair, packed_gemm_pairs, GemmLegacy) hold them in one 512-bit
+// vector (Zen 4 executes 512-bit ops as two halves: half the instructions). The shared x86 sources
+// (x86_*.inc) are compiled here for this ISA: every header is included first, then the functions
+// below get the target attributes (so nothing from std:: or other headers is compiled for AVX-512
+// and the library still loads on any x86-64 CPU; isa.cc only selects this table when the CPU has
+// the features).
 #include "kernels/cpu/kernel_table.h"
 
 #if defined(__x86_64__)
-// GCC 12's 512-bit intrinsics start from _mm512_undefined_*() and warn "may be used uninitialized"
-// where they are inlined (GCC bug 105593, fixed in 13); the warning points into the header.
+// GCC 12's 512-bit intrinsics start from _mm512_undefined_*() and warn "(may be) used
+// uninitialized" where they are inlined (GCC bug 105593, fixed in 13); the warning points into the
+// header.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 #if defined(__GNUC__) && !defined(__clang__)
