@@ -250,6 +250,9 @@ INSTANTIATE_TEST_SUITE_P(
         // f16 caches.
         AttnCase{DType::kF16, 4, 2, 32, 16, 40, 40}, AttnCase{DType::kF16, 8, 1, 16, 16, 50, 1},
         AttnCase{DType::kF16, 4, 4, 64, 32, 100, 3},
+        // head_dim 48 (a 32-dim pair of chunks and a single 16-dim chunk in the 512-bit pass 3),
+        // blocks of 7 keys (pass 1's four-key groups leave a pair and a single key).
+        AttnCase{DType::kF16, 16, 2, 48, 7, 45, 6}, AttnCase{DType::kBF16, 8, 1, 48, 7, 31, 31},
         // bf16 caches (incl. a tail head_dim and a long multi-threaded prefill).
         AttnCase{DType::kBF16, 4, 2, 32, 16, 40, 40}, AttnCase{DType::kBF16, 8, 1, 16, 16, 50, 1},
         AttnCase{DType::kBF16, 4, 4, 12, 7, 30, 5}, AttnCase{DType::kBF16, 8, 2, 64, 16, 300, 24},
