@@ -128,14 +128,14 @@ TEST(SiluMulTest, ThreadSplitEqualsOneThread) {
 }
 
 // The bandwidth probe's sum: every ISA's streaming kernel and the thread split give the plain
-// sum (wrapping), for lengths around the 16-word unroll.
+// sum (wrapping), for lengths around its split into 8 parts of whole 8-word lines.
 TEST(StreamSumTest, EqualsPlainSum) {
   std::mt19937_64 rng(11);
   std::vector<uint64_t> v(100003);
   for (auto& x : v)
     x = rng();
-  for (size_t n :
-       {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, v.size()}) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{33}, size_t{63},
+                   size_t{64}, size_t{65}, size_t{127}, size_t{129}, v.size()}) {
     SCOPED_TRACE(n);
     const uint64_t expected = std::accumulate(v.begin(), v.begin() + n, uint64_t{0});
     EXPECT_EQ(cpu::reference::sum_u64(v.data(), n), expected);
