@@ -41,6 +41,7 @@ struct BenchOpts {
   int32_t max_num_seqs = 0;
   int32_t max_num_batched_tokens = 512;
   bool no_prefix_caching = false;
+  bool no_warmup = false;
   int32_t threads = 0;
   std::string kv_cache_dtype = "f16";
 };
@@ -65,6 +66,7 @@ int run_bench(const BenchOpts& o) {
   cfg.max_num_batched_tokens = std::max(o.max_num_batched_tokens, cfg.max_num_seqs);
   cfg.max_queue = 0;
   cfg.enable_prefix_caching = !o.no_prefix_caching;
+  cfg.warm_up = !o.no_warmup;
   cfg.num_threads = o.threads;
   auto created = Engine::create(cfg);
   if (!created.ok()) return fail(created.status().message());
@@ -256,6 +258,8 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Disable prefix caching");
+  cmd->add_flag("--no-warmup", o->no_warmup,
+                "Skip the engine's warm-up forward pass (measure a cold start)");
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
   cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });

@@ -167,6 +167,8 @@ void register_serve(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.prefix_caching,
                 "Reuse the KV of shared prompt prefixes")
       ->capture_default_str();
+  cmd->add_flag("!--no-warmup", o.engine.warm_up,
+                "Skip the warm-up forward pass at startup (the first requests pay its costs)");
   cmd->add_option("--scheduling-policy", o.engine.scheduling_policy, "fcfs | priority")
       ->capture_default_str();
   cmd->add_option("-t,--threads", o.engine.num_threads, "Compute threads (0: all cores)")

@@ -33,7 +33,10 @@ struct EngineConfig {
   int32_t max_queue = 1024;              // waiting requests before add_request refuses
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
-  int32_t num_threads = 0;                 // 0: all cores
+  int32_t num_threads = 0;  // 0: all cores
+  // One dummy forward pass of the largest step before the first request (see
+  // ModelRunner::warm_up), so the first requests' TTFT carries no one-time costs.
+  bool warm_up = true;
   std::string scheduling_policy = "fcfs";  // fcfs | priority (GenerateRequest::priority)
   std::string served_model_name;           // ModelInfo::id; "" = the model file's stem
 };

@@ -5,6 +5,7 @@
 #include "pagoda/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -153,6 +154,17 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   rc.kv_dtype = kv_dtype;
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<runner::ModelRunner> runner,
                           runner::ModelRunner::create(*e->loaded_.model, rc));
+  if (config.warm_up) {
+    const auto start = std::chrono::steady_clock::now();
+    PAGODA_RETURN_IF_ERROR(
+        runner->warm_up(std::min(config.max_num_batched_tokens, max_model_len), config.max_num_seqs)
+            .with_context("warm-up forward pass"));
+    PAGODA_LOG_INFO(
+        "warm-up: one step of {} tokens in {:.0f} ms",
+        std::min(config.max_num_batched_tokens, max_model_len),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
   PAGODA_ASSIGN_OR_RETURN(const uint64_t block_bytes,
                           runner::KvStorage::bytes_per_block(mc, config.block_size, kv_dtype));
   PAGODA_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({:.1f} MiB, {}){}", num_blocks - 1,

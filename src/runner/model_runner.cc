@@ -40,6 +40,35 @@ sampling::Sampler ModelRunner::make_sampler(const engine::ScheduledRequest& entr
   return sampler;
 }
 
+Status ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows) {
+  const int64_t bs = storage_.block_size();
+  const int64_t capacity = (storage_.num_blocks() - 1) * bs;  // block 0 is the null block
+  const int64_t t = std::min<int64_t>(num_tokens, capacity);
+  if (t <= 0) return Status();
+  const int64_t rows = std::clamp<int64_t>(num_logit_rows, 1, t);
+  tokens_.assign(static_cast<size_t>(t), 0);
+  positions_.resize(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i)
+    positions_[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  logit_rows_.clear();
+  for (int64_t r = t - rows; r < t; ++r)
+    logit_rows_.push_back(static_cast<int32_t>(r));
+  std::vector<kv::BlockId> table;
+  for (int64_t b = 1; (b - 1) * bs < t; ++b)
+    table.push_back(static_cast<kv::BlockId>(b));
+  slices_.assign(1, model::SequenceSlice{});
+  slices_[0].token_begin = 0;
+  slices_[0].num_tokens = static_cast<int32_t>(t);
+  slices_[0].block_table = table;
+  logits_.resize(static_cast<size_t>(rows) * static_cast<size_t>(model_.config().vocab_size));
+  model::ForwardBatch batch;
+  batch.tokens = tokens_;
+  batch.positions = positions_;
+  batch.sequences = slices_;
+  batch.logit_rows = logit_rows_;
+  return model_.forward(batch, storage_.layers(), logits_.data());
+}
+
 Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
   for (engine::RequestId id : plan.preempted_ids)
     samplers_.erase(id);

@@ -31,6 +31,15 @@ class ModelRunner final : public engine::ModelExecutor {
 
   Result<engine::StepOutput> execute(const engine::StepPlan& plan) override;
 
+  // Runs one forward pass shaped like the engine's largest step, before the first request, as
+  // llama.cpp's warm-up decode and vLLM's profile run do: one sequence of `num_tokens` dummy
+  // tokens (capped by the KV cache) with logits for its last `num_logit_rows` rows. It grows
+  // every scratch buffer to its working size and starts the kernel threads, so the first
+  // requests' TTFT does not carry those one-time costs. It writes KV blocks 1.. only: call it
+  // while no request holds a block (what it leaves there is never read; every block is written
+  // before it is attended to).
+  Status warm_up(int32_t num_tokens, int32_t num_logit_rows);
+
   const KvStorage& storage() const { return storage_; }
   size_t num_sampler_states() const { return samplers_.size(); }
 

@@ -135,9 +135,12 @@ class EngineGolden : public ::testing::Test {
     if (!std::filesystem::exists(model_path())) return;
     specs_ = new std::vector<Spec>(make_specs());
     solo_ = new std::map<std::pair<std::string, int32_t>, Sink::Seq>();
-    // Each request alone: one engine, one request at a time, no prefix cache.
+    // Each request alone: one engine, one request at a time, no prefix cache. Cold (no warm-up
+    // pass) while every concurrent engine below warms up: the warm-up's dummy KV must not change
+    // a single token.
     EngineConfig c = base_config();
     c.enable_prefix_caching = false;
+    c.warm_up = false;
     auto engine = make_engine(c);
     ASSERT_NE(engine, nullptr);
     for (const Spec& s : *specs_) {
