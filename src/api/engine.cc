@@ -156,12 +156,11 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
                           runner::ModelRunner::create(*e->loaded_.model, rc));
   if (config.warm_up) {
     const auto start = std::chrono::steady_clock::now();
-    PAGODA_RETURN_IF_ERROR(
-        runner->warm_up(std::min(config.max_num_batched_tokens, max_model_len), config.max_num_seqs)
-            .with_context("warm-up forward pass"));
+    auto warm = runner->warm_up(std::min(config.max_num_batched_tokens, max_model_len),
+                                config.max_num_seqs);
+    if (!warm.ok()) return warm.status().with_context("warm-up forward pass");
     PAGODA_LOG_INFO(
-        "warm-up: one step of {} tokens in {:.0f} ms",
-        std::min(config.max_num_batched_tokens, max_model_len),
+        "warm-up: one step of {} tokens in {:.0f} ms", *warm,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }

@@ -40,11 +40,21 @@ sampling::Sampler ModelRunner::make_sampler(const engine::ScheduledRequest& entr
   return sampler;
 }
 
-Status ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows) {
+Status ModelRunner::forward_step() {
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(model_.config().vocab_size));
+  model::ForwardBatch batch;
+  batch.tokens = tokens_;
+  batch.positions = positions_;
+  batch.sequences = slices_;
+  batch.logit_rows = logit_rows_;
+  return model_.forward(batch, storage_.layers(), logits_.data());
+}
+
+Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows) {
   const int64_t bs = storage_.block_size();
   const int64_t capacity = (storage_.num_blocks() - 1) * bs;  // block 0 is the null block
   const int64_t t = std::min<int64_t>(num_tokens, capacity);
-  if (t <= 0) return Status();
+  if (t <= 0) return int64_t{0};
   const int64_t rows = std::clamp<int64_t>(num_logit_rows, 1, t);
   tokens_.assign(static_cast<size_t>(t), 0);
   positions_.resize(static_cast<size_t>(t));
@@ -60,13 +70,8 @@ Status ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows) {
   slices_[0].token_begin = 0;
   slices_[0].num_tokens = static_cast<int32_t>(t);
   slices_[0].block_table = table;
-  logits_.resize(static_cast<size_t>(rows) * static_cast<size_t>(model_.config().vocab_size));
-  model::ForwardBatch batch;
-  batch.tokens = tokens_;
-  batch.positions = positions_;
-  batch.sequences = slices_;
-  batch.logit_rows = logit_rows_;
-  return model_.forward(batch, storage_.layers(), logits_.data());
+  PAGODA_RETURN_IF_ERROR(forward_step());
+  return t;
 }
 
 Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
@@ -100,13 +105,7 @@ Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
     slices_.push_back(slice);
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
-  logits_.resize(logit_rows_.size() * vocab);
-  model::ForwardBatch batch;
-  batch.tokens = tokens_;
-  batch.positions = positions_;
-  batch.sequences = slices_;
-  batch.logit_rows = logit_rows_;
-  PAGODA_RETURN_IF_ERROR(model_.forward(batch, storage_.layers(), logits_.data()));
+  PAGODA_RETURN_IF_ERROR(forward_step());
 
   engine::StepOutput out;
   size_t row = 0;

@@ -37,14 +37,17 @@ class ModelRunner final : public engine::ModelExecutor {
   // every scratch buffer to its working size and starts the kernel threads, so the first
   // requests' TTFT does not carry those one-time costs. It writes KV blocks 1.. only: call it
   // while no request holds a block (what it leaves there is never read; every block is written
-  // before it is attended to).
-  Status warm_up(int32_t num_tokens, int32_t num_logit_rows);
+  // before it is attended to). Returns the number of tokens it ran.
+  Result<int64_t> warm_up(int32_t num_tokens, int32_t num_logit_rows);
 
   const KvStorage& storage() const { return storage_; }
   size_t num_sampler_states() const { return samplers_.size(); }
 
  private:
   ModelRunner(model::Model& model, KvStorage storage);
+  // One forward pass over the step buffers (tokens_, positions_, slices_, logit_rows_) into
+  // logits_, sized here.
+  Status forward_step();
   sampling::Sampler make_sampler(const engine::ScheduledRequest& entry, int32_t sample_index,
                                  std::span<const int32_t> outputs) const;
 

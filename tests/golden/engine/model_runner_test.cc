@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "model/model_loader.h"
 #include "runner/model_runner.h"
@@ -46,7 +45,9 @@ TEST(ModelRunnerWarmUp, WritesOnlyTheBlocksOfItsDummySequence) {
     ASSERT_FALSE(block_written(kv, b)) << "a fresh cache is zero, block " << b;
 
   // 40 tokens: blocks 1, 2 and 3 (the third holds 8 of its 16 rows).
-  ASSERT_TRUE((*runner)->warm_up(40, 4).ok());
+  auto ran = (*runner)->warm_up(40, 4);
+  ASSERT_TRUE(ran.ok()) << ran.status().to_string();
+  EXPECT_EQ(*ran, 40);
   EXPECT_FALSE(block_written(kv, 0)) << "the null block";
   for (int64_t b = 1; b <= 3; ++b)
     EXPECT_TRUE(block_written(kv, b)) << b;
@@ -55,11 +56,15 @@ TEST(ModelRunnerWarmUp, WritesOnlyTheBlocksOfItsDummySequence) {
 
   // More tokens than the cache holds (7 blocks x 16): capped at the capacity, block 0 still
   // untouched. More logit rows than tokens are capped too.
-  ASSERT_TRUE((*runner)->warm_up(100000, 1000).ok());
+  ran = (*runner)->warm_up(100000, 1000);
+  ASSERT_TRUE(ran.ok()) << ran.status().to_string();
+  EXPECT_EQ(*ran, 7 * 16);
   EXPECT_FALSE(block_written(kv, 0));
   for (int64_t b = 1; b < 8; ++b)
     EXPECT_TRUE(block_written(kv, b)) << b;
-  EXPECT_TRUE((*runner)->warm_up(0, 0).ok());  // nothing to do
+  ran = (*runner)->warm_up(0, 0);  // nothing to do
+  ASSERT_TRUE(ran.ok());
+  EXPECT_EQ(*ran, 0);
 }
 
 }  // namespace
