@@ -2,7 +2,8 @@
 // then run the active ISA's kernel (kernels/isa.h), splitting the work across OpenMP threads.
 //
 // Threading: each op that is worth it opens one OpenMP parallel region (matmul: convert the
-// activations, barrier, then for decode each thread computes a contiguous slice of most output
+// activations, barrier, build the ISA's grouped form of them if it has one (another barrier),
+// then for decode each thread computes a contiguous slice of most output
 // rows and the threads share the rest in small pieces; for several tokens they take 64-row chunks
 // in turn; a matmul_group does that for several weights sharing one input). Threads never split a
 // dot product, so results do not depend on the thread count. Small ops (norms, elementwise, rope)
@@ -115,6 +116,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   size_t job_layout[kMaxJobs];
   cpu::MatmulRowsFn fns[kMaxJobs];
   size_t num_layouts = 0, bytes = 0;
+  bool any_grouped = false;
   int64_t work = 0, rows_total = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const WeightView& w = *jobs[j].w;
@@ -128,6 +130,11 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
       layouts[li] = cpu::act_layout(type, cols);
       layout_offset[li] = bytes;
       bytes += static_cast<size_t>(m) * layouts[li].row_bytes;
+      // The rows' grouped form, when the ISA has one for them, right after them.
+      const size_t grouped = k.group_acts_bytes != nullptr ? k.group_acts_bytes(layouts[li], m) : 0;
+      layouts[li].grouped = grouped > 0;
+      any_grouped = any_grouped || grouped > 0;
+      bytes += grouped;
       ++num_layouts;
     }
     job_layout[j] = li;
@@ -156,6 +163,16 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
                       acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes);
     }
 #pragma omp barrier
+    if (any_grouped) {
+      for (size_t li = 0; li < num_layouts; ++li) {
+        const cpu::ActLayout& l = layouts[li];
+        if (!l.grouped) continue;
+        const uint8_t* rows = acts + layout_offset[li];
+        k.group_acts(l, rows, m, ith, n,
+                     acts + layout_offset[li] + static_cast<size_t>(m) * l.row_bytes);
+      }
+#pragma omp barrier
+    }
     if (m < kDynamicMinTokens || n == 1) {
       for (size_t j = 0; j < jobs.size(); ++j) {
         // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit):

@@ -34,6 +34,9 @@ struct ActLayout {
   size_t s_offset = 0;    // float s[] (Q8_1)
   size_t sum_offset = 0;  // int16 sums[]
   size_t row_bytes = 0;   // stride between rows; a multiple of 64
+  // Set by the op front (kernels/ops.cc) when the m rows are followed by the active table's
+  // grouped form of them (CpuKernels::group_acts), which its matmul kernels may then read.
+  bool grouped = false;
 };
 
 // precondition: n is a multiple of the type's block size (32 for Q8_0/Q8_1, 256 for Q8_K).

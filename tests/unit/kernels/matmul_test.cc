@@ -358,40 +358,44 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
   const DType t = GetParam();
   const int64_t bs = tensor::dtype_info(t).block_size;
   const int64_t cols = bs == 1 ? 300 : 2 * 256;
-  const int64_t rows = 130, m = 9;  // multi-threaded, several token tiles
+  const int64_t rows = 130;
   const Weight w = make_weight(t, rows, cols, 11);
-  const auto x = random_vec(static_cast<size_t>(m * cols), 12);
   const auto bias = random_vec(static_cast<size_t>(rows), 13);
-  for (Isa isa : supported_isas()) {
-    IsaGuard guard(isa);
-    std::vector<float> batched(static_cast<size_t>(m * rows));
-    matmul(w.view, x.data(), m, batched.data(), bias.data());
-    const Packed packed = packed_of(w.view);
-    for (int64_t i = 0; i < m; ++i) {
-      std::vector<float> alone(static_cast<size_t>(rows));
-      matmul(w.view, x.data() + i * cols, 1, alone.data(), bias.data());
-      EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
-          << isa_name(isa) << " row " << i;
-      if (packed.view.packed == nullptr) continue;
-      matmul(packed.view, x.data() + i * cols, 1, alone.data(), bias.data());
-      EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
-          << isa_name(isa) << " packed row " << i;
+  // Multi-threaded, several token tiles; 137: two GEMM token chunks (128), 8-token groups in
+  // both, and a tail of one.
+  for (const int64_t m : {9, 137})
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      SCOPED_TRACE(::testing::Message() << "m " << m);
+      const auto x = random_vec(static_cast<size_t>(m * cols), 12);
+      std::vector<float> batched(static_cast<size_t>(m * rows));
+      matmul(w.view, x.data(), m, batched.data(), bias.data());
+      const Packed packed = packed_of(w.view);
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w.view, x.data() + i * cols, 1, alone.data(), bias.data());
+        EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
+            << isa_name(isa) << " row " << i;
+        if (packed.view.packed == nullptr) continue;
+        matmul(packed.view, x.data() + i * cols, 1, alone.data(), bias.data());
+        EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * rows, sizeof(float) * rows), 0)
+            << isa_name(isa) << " packed row " << i;
+      }
+      if (packed.view.packed != nullptr) {
+        std::vector<float> packed_batched(batched.size());
+        matmul(packed.view, x.data(), m, packed_batched.data(), bias.data());
+        EXPECT_EQ(std::memcmp(packed_batched.data(), batched.data(), sizeof(float) * rows * m), 0)
+            << isa_name(isa) << " packed batch";
+      }
+      // And a second run gives the same bits (no thread-count dependence).
+      std::vector<float> again(batched.size());
+      const int saved = num_threads();
+      set_num_threads(1);
+      matmul(w.view, x.data(), m, again.data(), bias.data());
+      set_num_threads(saved);
+      EXPECT_EQ(std::memcmp(again.data(), batched.data(), sizeof(float) * again.size()), 0)
+          << isa_name(isa);
     }
-    if (packed.view.packed != nullptr) {
-      std::vector<float> packed_batched(batched.size());
-      matmul(packed.view, x.data(), m, packed_batched.data(), bias.data());
-      EXPECT_EQ(std::memcmp(packed_batched.data(), batched.data(), sizeof(float) * rows * m), 0)
-          << isa_name(isa) << " packed batch";
-    }
-    // And a second run gives the same bits (no thread-count dependence).
-    std::vector<float> again(batched.size());
-    const int saved = num_threads();
-    set_num_threads(1);
-    matmul(w.view, x.data(), m, again.data(), bias.data());
-    set_num_threads(saved);
-    EXPECT_EQ(std::memcmp(again.data(), batched.data(), sizeof(float) * again.size()), 0)
-        << isa_name(isa);
-  }
 }
 
 // The packed path is really taken where it exists: x86 ISAs pack every quantised type (tiles of 8

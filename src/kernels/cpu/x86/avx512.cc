@@ -64,6 +64,8 @@ const CpuKernels* avx512_kernels() {
     CpuKernels k;
     k.isa = Isa::kAvx512;
     k.quantize_acts = &avx512::quantize_acts;
+    k.group_acts_bytes = &avx512::group_acts_bytes;
+    k.group_acts = &avx512::group_acts;
     k.reads_packed = true;
     k.matmul_rows = &avx512::matmul_for;
     k.attention_item = &avx512::attention_item;
