@@ -113,6 +113,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   // Distinct activation layouts (Q4_K_M mixes Q4_K and Q6_K: both read Q8_K) and each job's.
   cpu::ActLayout layouts[kMaxJobs];
   size_t layout_offset[kMaxJobs];
+  size_t grouped_bytes[kMaxJobs];
   size_t job_layout[kMaxJobs];
   cpu::MatmulRowsFn fns[kMaxJobs];
   size_t num_layouts = 0, bytes = 0;
@@ -128,20 +129,23 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
       ++li;
     if (li == num_layouts) {
       layouts[li] = cpu::act_layout(type, cols);
-      layout_offset[li] = bytes;
-      bytes += static_cast<size_t>(m) * layouts[li].row_bytes;
-      // The rows' grouped form, when the ISA has one for them, right after them.
-      const size_t grouped = k.group_acts_bytes != nullptr ? k.group_acts_bytes(layouts[li], m) : 0;
-      layouts[li].grouped = grouped > 0;
-      any_grouped = any_grouped || grouped > 0;
-      bytes += grouped;
+      grouped_bytes[li] = 0;
       ++num_layouts;
     }
+    // The rows' grouped form, when the ISA has one that this job's kernel reads.
+    if (k.group_acts_bytes != nullptr)
+      grouped_bytes[li] = std::max(grouped_bytes[li], k.group_acts_bytes(w, layouts[li], m));
     job_layout[j] = li;
     fns[j] = k.matmul_rows(w.dtype);
     if (fns[j] == nullptr) fns[j] = &cpu::reference::matmul_rows;
     work += w.rows * std::max<int64_t>(cols, 1) * m;
     rows_total += w.rows;
+  }
+  for (size_t li = 0; li < num_layouts; ++li) {  // each layout's rows, then its grouped form
+    layout_offset[li] = bytes;
+    bytes += static_cast<size_t>(m) * layouts[li].row_bytes + grouped_bytes[li];
+    layouts[li].grouped = grouped_bytes[li] > 0;
+    any_grouped = any_grouped || layouts[li].grouped;
   }
   uint8_t* acts = act_buffer(bytes);
   const int nth = rows_total >= 16 ? threads_for(work) : 1;

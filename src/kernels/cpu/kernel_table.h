@@ -39,11 +39,12 @@ struct CpuKernels {
   // Converts m rows of x (l.n floats each, contiguous) into dst (rows l.row_bytes apart).
   void (*quantize_acts)(const ActLayout& l, const float* x, int64_t m, uint8_t* dst) = nullptr;
   // Optional: a second form of m converted rows that the ISA's GEMMs read faster (AVX-512 VNNI:
-  // Q8_0 rows of 8 tokens interleaved). group_acts_bytes: its size for m rows of layout l (a
-  // multiple of 64; 0: none for this layout and m). group_acts: writes part `part` of `parts`
-  // of it from the m rows at `rows` into dst. The op front places it right after the rows and
-  // sets ActLayout::grouped; matmul_rows reads it only then.
-  size_t (*group_acts_bytes)(const ActLayout& l, int64_t m) = nullptr;
+  // Q8_0 rows of 8 tokens interleaved). group_acts_bytes: its size for m rows of layout l when
+  // matmul_rows for weight w would read it (a multiple of 64; 0: w's kernel would not, or none
+  // for this layout and m). group_acts: writes part `part` of `parts` of it from the m rows at
+  // `rows` into dst. The op front places it right after the rows and sets ActLayout::grouped;
+  // matmul_rows reads it only then.
+  size_t (*group_acts_bytes)(const WeightView& w, const ActLayout& l, int64_t m) = nullptr;
   void (*group_acts)(const ActLayout& l, const uint8_t* rows, int64_t m, int part, int parts,
                      uint8_t* dst) = nullptr;
   // Whether matmul_rows reads WeightView::packed (cpu/packed_layout.h) when it is set.
