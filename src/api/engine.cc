@@ -186,6 +186,9 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   for (int32_t id = 0; id < std::min(tok.num_tokens(), mc.vocab_size); ++id) {
     if (tok.is_end_of_generation(id)) cc.eos_token_ids.push_back(id);
   }
+  // From here on the step thread computes; this thread's workers (from packing the weights and
+  // the warm-up) would otherwise share the cores with the step thread's (see isa.h).
+  if (!kernels::release_worker_threads()) PAGODA_LOG_WARN("could not release the loader's threads");
   PAGODA_ASSIGN_OR_RETURN(e->core_, engine::EngineCore::create(cc, std::move(runner), tok));
 
   ModelInfo& info = e->info_;

@@ -135,6 +135,12 @@ void set_num_threads(int n) {
   threads_slot().store(n, std::memory_order_relaxed);
 }
 
+bool release_worker_threads() {
+  // libgomp: frees the calling thread's pool (its workers exit, and the count of managed threads
+  // drops); LLVM's libomp: puts the workers to sleep.
+  return omp_pause_resource(omp_pause_soft, omp_get_initial_device()) == 0;
+}
+
 namespace cpu {
 const CpuKernels& active_kernels() {
   return *kernels_for(active_isa());

@@ -31,4 +31,14 @@ int num_threads();
 // precondition: n >= 1. Not while kernels run.
 void set_num_threads(int n);
 
+// Ends the calling thread's kernel worker threads (its OpenMP team; a later kernel call from this
+// thread starts them again). For a thread that hands the computing over to another one, as the
+// caller that loads a model and runs the warm-up hands it to the engine's step thread: while a
+// second team's idle workers exist, libgomp counts more threads than cores and cuts every worker's
+// spin at the end of a parallel region from ~300,000 iterations to 100, so each of a decode step's
+// ~150 regions ended in a futex sleep and wake-up (TinyLlama Q4_0, one request on 2 cores: 275
+// context switches per step, TPOT 29 ms; with the loader's team released, 2 per step, 21.5 ms).
+// Returns false if the runtime refused (this thread is inside a parallel region).
+bool release_worker_threads();
+
 }  // namespace pagoda::kernels

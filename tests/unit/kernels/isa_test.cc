@@ -1,15 +1,21 @@
 // ISA selection: the supported set agrees with the CPU flags the kernel reports in /proc/cpuinfo
-// (an independent source), scalar is always there, and switching paths round-trips.
+// (an independent source), scalar is always there, and switching paths round-trips; releasing the
+// calling thread's workers ends them (counted in /proc/self/task) and kernels still work after.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "isa_guard.h"
 #include "kernels/isa.h"
+#include "kernels/ops.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -68,6 +74,37 @@ TEST(IsaTest, ThreadCountIsPositiveAndSettable) {
   EXPECT_GE(before, 1);
   set_num_threads(3);
   EXPECT_EQ(num_threads(), 3);
+  set_num_threads(before);
+}
+
+// Threads of this process now (/proc/self/task: an independent count).
+int process_threads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+TEST(IsaTest, ReleaseWorkerThreadsEndsTheCallersTeam) {
+  const int before = num_threads();
+  set_num_threads(4);  // three workers, whatever the core count
+  std::vector<uint64_t> data(1 << 12);
+  std::iota(data.begin(), data.end(), uint64_t{1});
+  const uint64_t want = data.size() * (data.size() + 1) / 2;
+  EXPECT_EQ(stream_sum(data.data(), data.size()), want);  // the team exists now
+  const int with_team = process_threads();
+  EXPECT_TRUE(release_worker_threads());
+  const int released = process_threads();
+#if defined(__clang__)
+  // LLVM's libomp puts the workers to sleep rather than ending them.
+  EXPECT_LE(released, with_team);
+#else
+  // libgomp ends them (and stops counting them against the cores).
+  EXPECT_EQ(released, with_team - 3);
+#endif
+  // The next kernel call starts a team again and computes the same.
+  EXPECT_EQ(stream_sum(data.data(), data.size()), want);
+  EXPECT_GE(process_threads(), released);
   set_num_threads(before);
 }
 
