@@ -5,7 +5,9 @@
 // and output lengths are drawn uniformly from [L(1-R), L(1+R)] (a mixed-length load, like
 // vLLM's benchmark --random-range-ratio). Reports requests/s, output and total
 // tokens/s, TTFT and TPOT percentiles, KV utilisation (mean blocks in use over steps and the fill
-// ratio live tokens / (blocks in use x block size)), prefix-cache hit rate and preemptions.
+// ratio live tokens / (blocks in use x block size)), prefix-cache hit rate, preemptions, and the
+// process's context switches per engine step (a handful when the compute threads spin between
+// parallel regions as they should; hundreds when they sleep and wake in every region).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +19,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/commands/commands.h"
@@ -24,6 +28,13 @@
 
 namespace pagoda::cli {
 namespace {
+
+// Voluntary + involuntary context switches of every thread of this process so far.
+int64_t context_switches() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<int64_t>(u.ru_nvcsw) + static_cast<int64_t>(u.ru_nivcsw);
+}
 
 struct BenchOpts {
   std::string model;
@@ -115,6 +126,7 @@ int run_bench(const BenchOpts& o) {
   std::vector<RequestOutput> finals;
   std::string first_error;
   const EngineStats before = engine.stats();
+  const int64_t switches_before = context_switches();
   const auto start = std::chrono::steady_clock::now();
   int32_t submitted = 0;
   int32_t in_flight = 0;
@@ -156,6 +168,7 @@ int run_bench(const BenchOpts& o) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const EngineStats after = engine.stats();
+  const int64_t switches = context_switches() - switches_before;
   engine.shutdown();
   if (!first_error.empty()) return fail("a request failed: " + first_error);
 
@@ -177,6 +190,8 @@ int run_bench(const BenchOpts& o) {
       static_cast<double>(after.prefix_cache_queries - before.prefix_cache_queries);
   const double hits = static_cast<double>(after.prefix_cache_hits - before.prefix_cache_hits);
   const double hit_rate = queries > 0 ? hits / queries : 0;
+  const double switches_per_step =
+      steps > 0 ? static_cast<double>(switches) / static_cast<double>(steps) : 0;
 
   nlohmann::ordered_json j;
   j["model"] = info.id;
@@ -202,6 +217,7 @@ int run_bench(const BenchOpts& o) {
   j["prefix_cache_hit_rate"] = hit_rate;
   j["preemptions"] = after.num_preemptions - before.num_preemptions;
   j["steps"] = steps;
+  j["context_switches_per_step"] = switches_per_step;
   if (o.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -222,6 +238,7 @@ int run_bench(const BenchOpts& o) {
   std::printf("prefix cache      hit rate %.3f (%.0f of %.0f tokens)\n", hit_rate, hits, queries);
   std::printf("preemptions       %lld\n",
               static_cast<long long>(after.num_preemptions - before.num_preemptions));
+  std::printf("context switches  %.1f per step\n", switches_per_step);
   return 0;
 }
 
