@@ -6,6 +6,10 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -27,6 +31,30 @@ bool cpu_has_f16c() {
 }
 #endif
 
+// AMX-TILE and AMX-INT8 (CPUID.(7,0):EDX bits 24, 25), the tile state enabled by the OS (XCR0
+// bits 17, 18), and this process's permission to use it: Linux grants the tile data's 8 KiB of
+// extra state per thread only on request (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+// Asked once; the answer holds for every thread of the process.
+bool amx_usable() {
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool usable = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    if ((edx & (1u << 24)) == 0 || (edx & (1u << 25)) == 0) return false;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // OSXSAVE checked above
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+#else
+  return false;
+#endif
+}
+
 bool cpu_has(Isa isa) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   switch (isa) {
@@ -38,6 +66,8 @@ bool cpu_has(Isa isa) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c() &&
              __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    case Isa::kAmx:
+      return cpu_has(Isa::kAvx512) && amx_usable();
   }
   return false;
 #else
@@ -46,6 +76,7 @@ bool cpu_has(Isa isa) {
 }
 
 Isa best_supported() {
+  if (isa_supported(Isa::kAmx)) return Isa::kAmx;
   if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
   if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kScalar;
@@ -55,7 +86,7 @@ Isa initial_isa() {
   const char* env = std::getenv("PAGODA_ISA");
   if (env == nullptr || *env == '\0') return best_supported();
   const std::string want(env);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
     if (want == isa_name(isa)) {
       if (isa_supported(isa)) return isa;
       PAGODA_LOG_WARN("PAGODA_ISA={}: not supported on this CPU/build; using {}", want,
@@ -63,7 +94,7 @@ Isa initial_isa() {
       return best_supported();
     }
   }
-  PAGODA_LOG_WARN("PAGODA_ISA={}: unknown (expected avx512, avx2 or scalar); using {}", want,
+  PAGODA_LOG_WARN("PAGODA_ISA={}: unknown (expected amx, avx512, avx2 or scalar); using {}", want,
                   isa_name(best_supported()));
   return best_supported();
 }
@@ -101,6 +132,8 @@ std::string_view isa_name(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kAmx:
+      return "amx";
   }
   return "?";
 }
@@ -111,7 +144,7 @@ bool isa_supported(Isa isa) {
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
     if (isa_supported(isa)) out.push_back(isa);
   }
   return out;

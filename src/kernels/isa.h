@@ -1,11 +1,13 @@
 // Instruction-set selection for the CPU kernels. The best path the CPU supports is chosen once,
-// on first use; PAGODA_ISA=avx512|avx2|scalar forces one (an unsupported or unknown value falls
+// on first use; PAGODA_ISA=amx|avx512|avx2|scalar forces one (an unsupported or unknown value falls
 // back to the best available, with a warning). Every path computes the same numbers as the scalar
 // reference (bit for bit for matmul; see kernels/cpu/reference/vec_dot_ref.cc), so the choice only
 // changes speed.
 //   scalar: the reference (any CPU).
 //   avx2:   x86-64 AVX2 + FMA + F16C (Haswell, Zen 1+).
 //   avx512: AVX-512 F/BW/VL + VNNI (Ice Lake, Sapphire Rapids, Zen 4+): int8 dots with vpdpbusd.
+//   amx:    avx512 plus AMX-INT8 tile multiplies for the Q4_0 / Q8_0 GEMMs (prefill, batched
+//           decode; Sapphire Rapids+), where the OS grants the tile state (Linux 5.16+).
 #pragma once
 
 #include <string_view>
@@ -13,7 +15,7 @@
 
 namespace pagoda::kernels {
 
-enum class Isa { kScalar, kAvx2, kAvx512 };
+enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
 
 std::string_view isa_name(Isa isa);
 // True if this build has the path and this CPU can run it.

@@ -11,6 +11,8 @@ const CpuKernels* kernels_for(Isa isa) {
       return avx2_kernels();
     case Isa::kAvx512:
       return avx512_kernels();
+    case Isa::kAmx:
+      return amx_kernels();
   }
   return nullptr;
 }

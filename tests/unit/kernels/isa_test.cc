@@ -57,6 +57,10 @@ TEST(IsaTest, SupportedSetMatchesCpuFlags) {
   EXPECT_EQ(isa_supported(Isa::kAvx2), has(flags, {"avx2", "fma", "f16c"}));
   EXPECT_EQ(isa_supported(Isa::kAvx512),
             has(flags, {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"}));
+  // (The kernel lists the amx flags only where it supports the tile state.)
+  EXPECT_EQ(isa_supported(Isa::kAmx),
+            has(flags, {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                        "amx_tile", "amx_int8"}));
 #endif
 }
 

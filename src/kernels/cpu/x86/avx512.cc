@@ -58,6 +58,17 @@ namespace {
 }  // namespace pagoda::kernels::cpu::avx512
 HWY_POP_ATTRIBUTES
 
+// The AMX GEMM (the amx table) under the same target plus the tile instructions; it calls the
+// kernels above for what the tiles do not cover.
+HWY_PUSH_ATTRIBUTES(
+    "avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")
+namespace pagoda::kernels::cpu::avx512 {
+namespace {
+#include "kernels/cpu/x86/x86_gemm_amx.inc"
+}  // namespace
+}  // namespace pagoda::kernels::cpu::avx512
+HWY_POP_ATTRIBUTES
+
 namespace pagoda::kernels::cpu {
 const CpuKernels* avx512_kernels() {
   static const CpuKernels table = [] {
@@ -75,11 +86,25 @@ const CpuKernels* avx512_kernels() {
   }();
   return &table;
 }
+const CpuKernels* amx_kernels() {
+  static const CpuKernels table = [] {
+    CpuKernels k = *avx512_kernels();
+    k.isa = Isa::kAmx;
+    k.group_acts_bytes = &avx512::group_acts_bytes_amx;
+    k.group_acts = &avx512::group_acts_amx;
+    k.matmul_rows = &avx512::matmul_for_amx;
+    return k;
+  }();
+  return &table;
+}
 }  // namespace pagoda::kernels::cpu
 
 #else
 namespace pagoda::kernels::cpu {
 const CpuKernels* avx512_kernels() {
+  return nullptr;
+}
+const CpuKernels* amx_kernels() {
   return nullptr;
 }
 }  // namespace pagoda::kernels::cpu
