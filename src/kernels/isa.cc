@@ -67,7 +67,7 @@ bool cpu_has(Isa isa) {
              __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
     case Isa::kAmx:
-      return cpu_has(Isa::kAvx512) && amx_usable();
+      return cpu_has(Isa::kAvx512) && __builtin_cpu_supports("avx512vbmi") && amx_usable();
   }
   return false;
 #else

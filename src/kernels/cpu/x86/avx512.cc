@@ -61,7 +61,8 @@ HWY_POP_ATTRIBUTES
 // The AMX GEMM (the amx table) under the same target plus the tile instructions; it calls the
 // kernels above for what the tiles do not cover.
 HWY_PUSH_ATTRIBUTES(
-    "avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")
+    "avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,amx-tile,"
+    "amx-int8")
 namespace pagoda::kernels::cpu::avx512 {
 namespace {
 #include "kernels/cpu/x86/x86_gemm_amx.inc"
