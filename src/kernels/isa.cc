@@ -75,6 +75,9 @@ bool cpu_has(Isa isa) {
 #endif
 }
 
+// Every path, scalar first (the order supported_isas() reports).
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
+
 Isa best_supported() {
   if (isa_supported(Isa::kAmx)) return Isa::kAmx;
   if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
@@ -86,7 +89,7 @@ Isa initial_isa() {
   const char* env = std::getenv("PAGODA_ISA");
   if (env == nullptr || *env == '\0') return best_supported();
   const std::string want(env);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa isa : kAllIsas) {
     if (want == isa_name(isa)) {
       if (isa_supported(isa)) return isa;
       PAGODA_LOG_WARN("PAGODA_ISA={}: not supported on this CPU/build; using {}", want,
@@ -144,7 +147,7 @@ bool isa_supported(Isa isa) {
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa isa : kAllIsas) {
     if (isa_supported(isa)) out.push_back(isa);
   }
   return out;
