@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include "base/check.h"
 #include "kernels/cpu/kernel_table.h"
@@ -95,13 +96,32 @@ std::vector<uint8_t> pack_weight(const WeightView& w) {
 constexpr int64_t kDynamicMinTokens = 4;
 constexpr int64_t kDynamicRows = 64;
 // Decode (fewer tokens): each thread first streams its contiguous share of kDecodeStaticEighths/8
-// of a job's rows, then the threads take the rest kDecodeTailRows at a time, so a thread that
-// got less of the memory bandwidth (or of its core) does less of the tail instead of keeping the
-// other waiting at the end of the region. Measured on the Zen 3 VM, TinyLlama Q4_0 decode,
-// per-step alternation in one process: 7/8 static + 32-row tail 1.8-3.7% faster per token than
-// all static; 3/4 about the same as 7/8, 1/2 and 5/8 no gain.
+// of a job's rows, then the threads share the rest in shrinking pieces (guided: a thread takes
+// 1/(2 x threads) of what is left, in whole tile pairs, at least one pair), so a thread that got
+// less of the memory bandwidth (or of its core) does less of the tail instead of keeping the
+// other waiting at the end of the region, and the last pieces are one pair each. Measured on the
+// Zen 3 VM, TinyLlama Q4_0 decode, per-step alternation in one process: 7/8 static + 32-row tail
+// 1.8-3.7% faster per token than all static; 3/4 about the same as 7/8, 1/2 and 5/8 no gain. On
+// the SPR VM (`pagoda bench`, 3 alternating rounds) guided pieces against fixed 32-row ones:
+// Q4_0 88-89 -> 90-91% of the roofline, Q8_0 95 -> 96-98%, Q4_K_M 74-77 -> 76-79%; a 3/4 static
+// share with them was no better, fixed 16-row pieces were worse.
 constexpr int64_t kDecodeStaticEighths = 7;
-constexpr int64_t kDecodeTailRows = 32;
+constexpr int64_t kDecodeMinTailRows = 16;  // one tile pair (decode_pair's unit)
+
+namespace {
+// The next piece [first, first + count) of a job's decode tail [0, tail_rows) for one of n
+// threads, or count 0 when none is left. `next`: the tail rows handed out so far.
+std::pair<int64_t, int64_t> next_tail_piece(std::atomic<int64_t>& next, int64_t tail_rows, int n) {
+  int64_t cur = next.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t left = tail_rows - cur;
+    if (left <= 0) return {cur, 0};
+    const int64_t guided = left / (2 * n) / kDecodeMinTailRows * kDecodeMinTailRows;
+    const int64_t take = std::min(left, std::max(kDecodeMinTailRows, guided));
+    if (next.compare_exchange_weak(cur, cur + take, std::memory_order_relaxed)) return {cur, take};
+  }
+}
+}  // namespace
 
 void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   PAGODA_CHECK(m >= 0);
@@ -204,10 +224,9 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
         const int64_t r0 = std::min(head, chunk * ith);
         run(r0, std::min(head, r0 + chunk));
         for (;;) {
-          const int64_t t0 =
-              head + tail_next[j].fetch_add(kDecodeTailRows, std::memory_order_relaxed);
-          if (t0 >= w.rows) break;
-          run(t0, std::min(w.rows, t0 + kDecodeTailRows));
+          const auto [first, count] = next_tail_piece(tail_next[j], w.rows - head, n);
+          if (count == 0) break;
+          run(head + first, head + first + count);
         }
       }
     } else {
