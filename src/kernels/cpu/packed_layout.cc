@@ -122,12 +122,19 @@ void pack_tile_block(tensor::DType t, const uint8_t* const* blks, uint8_t* dst) 
       const bool q5 = t == tensor::DType::kQ5_K;
       concat(blks, 0, 2, dst);       // d
       concat(blks, 2, 2, dst + 16);  // dmin
+      std::memset(dst + 96, 0, 32);
       for (int r = 0; r < kPackedTileRows; ++r) {
-        for (int j = 0; j < 8; ++j)  // scales and mins, decoded, row-minor
-          k4_scale_min(j, blks[r] + 4, dst + 32 + 8 * j + r, dst + 96 + 8 * j + r);
+        for (int j = 0; j < 8; ++j) {  // scales and mins, row-minor: low nibbles, then top bits
+          uint8_t sc = 0, mn = 0;
+          k4_scale_min(j, blks[r] + 4, &sc, &mn);
+          const int i = 8 * j + r;
+          dst[32 + i] = static_cast<uint8_t>((sc & 15) | (mn & 15) << 4);
+          dst[96 + i % 16] = static_cast<uint8_t>(dst[96 + i % 16] | (sc >> 4) << (2 * (i / 16)));
+          dst[112 + i % 16] = static_cast<uint8_t>(dst[112 + i % 16] | (mn >> 4) << (2 * (i / 16)));
+        }
       }
-      interleave4(blks, q5 ? 48 : 16, 128, dst + 160);                 // qs
-      if (q5) interleave4(blks, 16, 32, dst + kPackedQ4_KBlockBytes);  // qh
+      interleave4(blks, q5 ? 48 : 16, 128, dst + kPackedQ4_KQsOffset);  // qs
+      if (q5) interleave4(blks, 16, 32, dst + kPackedQ4_KBlockBytes);   // qh
       break;
     }
     case tensor::DType::kQ6_K:

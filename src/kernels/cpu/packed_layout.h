@@ -12,13 +12,15 @@
 //
 // Q8_0: 272-byte tile blocks (8 x 34): [0, 16) the 8 rows' scales d (f16, row r at 2r); [16, 272)
 //   8 vectors, vector g holding at 4r + i byte 4g + i of row r's qs (levels 4g + i).
-// Q4_K: 1184-byte tile blocks (one per 256-element super-block; 32 bytes more than 8 rows):
-//   [0, 16) d and [16, 32) dmin (f16, row r at 2r); [32, 96) the 6-bit scales decoded to
-//   bytes, sub-block j's 8 rows at 32 + 8j + r; [96, 160) the mins likewise; [160, 1184) 32
-//   vectors, vector 8c + g (c, g < 4, 8) holding at 4r + i byte 32c + 4g + i of row r's qs (low
-//   nibbles: sub-block 2c, high: 2c + 1).
-// Q5_K: 1440-byte tile blocks: Q4_K's 1184 bytes (qs from byte 48 of a row block), then [1184,
-//   1440) 8 qh vectors, vector g holding at 4r + i byte 4g + i of row r's qh.
+// Q4_K: 1152-byte tile blocks (one per 256-element super-block; 8 rows' bytes exactly):
+//   [0, 16) d and [16, 32) dmin (f16, row r at 2r); [32, 96) the low 4 bits of the 6-bit scales
+//   and mins, byte 32 + 8j + r = row r's scale (low nibble) and min (high nibble) of sub-block j;
+//   [96, 112) and [112, 128) their top 2 bits, the scales' then the mins': value index
+//   i = 8j + r at bits 2 (i / 16) .. 2 (i / 16) + 1 of byte i % 16 (so one 16-bit shift and a mask
+//   put 16 values' bits in place); [128, 1152) 32 vectors, vector 8c + g (c, g < 4, 8) holding at
+//   4r + i byte 32c + 4g + i of row r's qs (low nibbles: sub-block 2c, high: 2c + 1).
+// Q5_K: 1408-byte tile blocks: Q4_K's 1152 bytes (qs from byte 48 of a row block), then [1152,
+//   1408) 8 qh vectors, vector g holding at 4r + i byte 4g + i of row r's qh.
 // Q6_K: 1680-byte tile blocks (8 x 210):
 //   [0, 16) d (f16); [16, 144) the int8 scales, sub-block j's 8 rows at 16 + 8j + r;
 //   [144, 1168) 32 ql vectors, vector 16h + 8j + g holding at 4r + i ql[64h + 32j + 4g + i]
@@ -54,8 +56,9 @@ inline constexpr size_t kPackedQ5_0BlockBytes = 176;
 inline constexpr size_t kPackedQ5_1BlockBytes = 192;
 inline constexpr size_t kPackedQ2_KBlockBytes = 672;
 inline constexpr size_t kPackedQ3_KBlockBytes = 912;
-inline constexpr size_t kPackedQ4_KBlockBytes = 1184;
-inline constexpr size_t kPackedQ5_KBlockBytes = 1440;
+inline constexpr size_t kPackedQ4_KBlockBytes = 1152;
+inline constexpr size_t kPackedQ4_KQsOffset = 128;  // Q4_K / Q5_K: where the qs vectors start
+inline constexpr size_t kPackedQ5_KBlockBytes = 1408;
 inline constexpr size_t kPackedQ6_KBlockBytes = 1680;
 
 // Bytes of w's packed copy, or 0 when w.dtype has no packed layout (or w is empty).
