@@ -316,6 +316,8 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
   // The amx GEMM: an odd number of blocks (its last block alone), two 16-token chunks and a rest
   // of one, 5 tile pairs (a group of 4 and one more) and 3 rows past them.
   if (bs == 32) shapes.push_back({83, 7 * 32, 33});
+  // The amx GEMM's overlapping last chunk: 16 tokens, then tokens 11..26 (11 past the first 16).
+  shapes.push_back({37, 2 * unit, 27});
   if (bs == 1) {
     shapes.push_back({11, 3, 2});
     shapes.push_back({9, 37, 5});
