@@ -6,7 +6,7 @@
 //   scalar: the reference (any CPU).
 //   avx2:   x86-64 AVX2 + FMA + F16C (Haswell, Zen 1+).
 //   avx512: AVX-512 F/BW/VL + VNNI (Ice Lake, Sapphire Rapids, Zen 4+): int8 dots with vpdpbusd.
-//   amx:    avx512 (+ VBMI) plus AMX-INT8 tile multiplies for the Q4_0/Q8_0/Q4_K/Q5_K GEMMs
+//   amx:    avx512 (+ VBMI) plus AMX-INT8 tile multiplies for the Q4_0/Q8_0/Q4_K/Q5_K/Q6_K GEMMs
 //           (prefill, batched decode; Sapphire Rapids+), where the OS grants the tile state
 //           (Linux 5.16+).
 #pragma once
