@@ -1,5 +1,6 @@
 // Attention fronts: check the KV layout, head mapping and positions, then split the work into
-// (sequence, KV head, token tile) items run by one OpenMP loop on the active ISA's kernel.
+// (sequence, KV head, token tile) items run by one OpenMP loop on the active ISA's kernel (on the
+// caller's team inside kernels::run_in_team, team.h).
 #include "kernels/attention.h"
 
 #include <omp.h>
@@ -11,6 +12,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
+#include "kernels/team_op.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -66,7 +68,12 @@ void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
   check_layout(kv);
   PAGODA_CHECK(num_tokens >= 0);
   check_positions(kv, block_table, positions, num_tokens);
-  cpu::reference::kv_cache_write(kv, block_table, positions, num_tokens, k, v);
+  const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
+  team_detail::for_rows(num_tokens, num_tokens * row * 4, kMinWorkPerThread, num_threads(),
+                        [&](int64_t t0, int64_t t1) {
+                          cpu::reference::kv_cache_write(kv, block_table, positions + t0, t1 - t0,
+                                                         k + t0 * row, v + t0 * row);
+                        });
 }
 
 void paged_attention(const float* q, int64_t num_tokens, const int32_t* positions,
@@ -116,9 +123,21 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
                                           std::max<int64_t>(1, work / kMinWorkPerThread)}));
   const auto n = static_cast<int64_t>(items.size());
   const cpu::AttentionItem* data = items.data();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) if (nth > 1)
-  for (int64_t i = 0; i < n; ++i)
-    fn(data[i], kv, params);
+  if (nth == 1) {
+    team_detail::run_first([&] {
+      for (int64_t i = 0; i < n; ++i)
+        fn(data[i], kv, params);
+    });
+    return;
+  }
+  // Every thread of a team built the same items (in its own thread_local list).
+  team_detail::run_op(nth, [&](team_detail::OpThread& t) {
+    t.sync();
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t i = 0; i < n; ++i)
+      fn(data[i], kv, params);
+    t.wrote_all();
+  });
 }
 
 }  // namespace pagoda::kernels

@@ -1,17 +1,16 @@
 // Op fronts: check each op's shape contract (violations are bugs in the caller, so PAGODA_CHECK),
 // then run the active ISA's kernel (kernels/isa.h), splitting the work across OpenMP threads.
 //
-// Threading: each op that is worth it opens one OpenMP parallel region (matmul: convert the
-// activations, barrier, build the ISA's grouped form of them if it has one (another barrier),
-// then for decode each thread computes a contiguous slice of most output
-// rows and the threads share the rest in small pieces; for several tokens they take 64-row chunks
-// in turn; a matmul_group does that for several weights sharing one input). Threads never split a
-// dot product, so results do not depend on the thread count. Small ops (norms, elementwise, rope)
-// run on the calling thread: at decode sizes a fork/join would cost more than they do. One region
-// per op rather than one per forward pass: at ~1-2 us per fork/join on a warm, spinning OpenMP
-// pool, the ~5 regions per layer cost well under 2% of a decode step (see bench/kernels threading
-// benchmark), and no kernel needs to be written for a caller's thread slice. silu_mul (an exp per
-// element) is split too once a batch makes it worth a fork.
+// Threading (kernels/team.h): an op runs on the caller's team when the caller is in one (a
+// forward pass: one parallel region for the whole pass), else in a region of its own. matmul:
+// the first thread converts the activations (all threads do for several tokens), barrier, the
+// ISA's grouped form of them if it has one (another barrier), then for decode each thread
+// computes a contiguous slice of most output rows and the threads share the rest in small pieces;
+// for several tokens they take 64-row chunks in turn; a matmul_group does that for several
+// weights sharing one input. Threads never split a dot product, so results do not depend on the
+// thread count. Small ops (norms, elementwise, rope, softmax) run on one thread (the team's first)
+// at decode sizes, where a barrier would cost more than they do, and in contiguous row slices
+// when a batch or a prompt makes them worth splitting.
 #include "kernels/ops.h"
 
 #include <omp.h>
@@ -30,11 +29,13 @@
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
 #include "kernels/quant.h"
+#include "kernels/team_op.h"
 
 namespace pagoda::kernels {
 namespace {
 
-// Multiply-adds below which an extra thread costs more than it saves (fork/join is ~1-5 us).
+// Multiply-adds below which an extra thread costs more than it saves (a barrier or a fork/join is
+// ~1-5 us).
 constexpr int64_t kMinWorkPerThread = 1 << 16;
 
 // A 64-byte aligned scratch buffer per calling thread, grown on demand and kept.
@@ -52,6 +53,12 @@ uint8_t* act_buffer(size_t bytes) {
 int threads_for(int64_t work) {
   const int64_t useful = std::max<int64_t>(1, work / kMinWorkPerThread);
   return static_cast<int>(std::min<int64_t>(num_threads(), useful));
+}
+
+// fn(r0, r1) over slices of [0, rows) (team_op.h), split when `work` is worth it.
+template <class Fn>
+void for_rows(int64_t rows, int64_t work, Fn&& fn) {
+  team_detail::for_rows(rows, work, kMinWorkPerThread, num_threads(), fn);
 }
 
 void check_weight(const WeightView& w) {
@@ -128,7 +135,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   if (jobs.empty() || m == 0) return;
   const int64_t cols = jobs[0].w->cols;
   constexpr size_t kMaxJobs = 8;
-  PAGODA_CHECK(jobs.size() <= kMaxJobs);
+  PAGODA_CHECK(jobs.size() <= kMaxJobs && kMaxJobs < team_detail::OpShared::kCounters);
   const cpu::CpuKernels& k = cpu::active_kernels();
   // Distinct activation layouts (Q4_K_M mixes Q4_K and Q6_K: both read Q8_K) and each job's.
   cpu::ActLayout layouts[kMaxJobs];
@@ -167,66 +174,90 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
     layouts[li].grouped = grouped_bytes[li] > 0;
     any_grouped = any_grouped || layouts[li].grouped;
   }
-  uint8_t* acts = act_buffer(bytes);
   const int nth = rows_total >= 16 ? threads_for(work) : 1;
   int64_t job_items[kMaxJobs];  // chunks of kDynamicRows rows per job (dynamic schedule)
   for (size_t j = 0; j < jobs.size(); ++j)
     job_items[j] = (jobs[j].w->rows + kDynamicRows - 1) / kDynamicRows;
-  std::atomic<int64_t> next_item{0};
-  std::atomic<int64_t> tail_next[kMaxJobs];
-  for (auto& t : tail_next)
-    t.store(0, std::memory_order_relaxed);
-  const auto quantize = [&](int64_t m0, int64_t m1) {
+  const auto quantize = [&](uint8_t* acts, int64_t m0, int64_t m1) {
     for (size_t li = 0; li < num_layouts; ++li) {
       const cpu::ActLayout& l = layouts[li];
       k.quantize_acts(l, x + m0 * cols, m1 - m0,
                       acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes);
     }
   };
-  // Fewer rows than threads (decode): the calling thread, which has just written x and holds it
-  // in its cache, converts it before the fork, so no thread waits for another's remote reads at
-  // a barrier. Measured on the SPR VM, TinyLlama Q4_K_M decode: a worker took 2.9 us on average
-  // to convert the one row while the caller waited 3.3 us at the barrier, in each of the step's
-  // ~90 regions.
+  const auto run_rows = [&](size_t j, const uint8_t* acts, int64_t r0, int64_t r1) {
+    if (r0 >= r1) return;
+    const WeightView& w = *jobs[j].w;
+    const size_t li = job_layout[j];
+    fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0, r1);
+  };
+  if (nth == 1) {  // on one thread: the caller, or the team's first
+    team_detail::run_first([&] {
+      uint8_t* acts = act_buffer(bytes);
+      quantize(acts, 0, m);
+      for (size_t li = 0; li < num_layouts; ++li) {
+        const cpu::ActLayout& l = layouts[li];
+        if (l.grouped) {
+          k.group_acts(l, acts + layout_offset[li], m, 0, 1,
+                       acts + layout_offset[li] + static_cast<size_t>(m) * l.row_bytes);
+        }
+      }
+      for (size_t j = 0; j < jobs.size(); ++j)
+        run_rows(j, acts, 0, jobs[j].w->rows);
+    });
+    return;
+  }
+  // Fewer rows than threads (decode): the first thread (the caller, which has just written x and
+  // holds it in its cache) converts them while the others wait, so no thread waits for another's
+  // remote reads. Measured on the SPR VM, TinyLlama Q4_K_M decode: a worker took 2.9 us on
+  // average to convert the one row while the caller waited 3.3 us, in each of the step's ~90
+  // regions.
   const bool split_quantize = m >= nth;
-  if (!split_quantize) quantize(0, m);
-#pragma omp parallel num_threads(nth) if (nth > 1)
-  {
-    const int ith = omp_get_thread_num();
-    const int n = omp_get_num_threads();
+  team_detail::run_op(nth, [&](team_detail::OpThread& t) {
+    // A team may have more threads than this matmul is worth: the rest only pass the barriers.
+    const int n = std::min(t.size(), nth);
+    const int ith = t.rank();
+    team_detail::OpShared& shared = t.shared();
+    t.first([&] {
+      shared.buffer = act_buffer(bytes);
+      for (auto& c : shared.counters)
+        c.store(0, std::memory_order_relaxed);
+      if (!split_quantize) quantize(shared.buffer, 0, m);
+    });
+    t.sync();
+    uint8_t* acts = shared.buffer;
     if (split_quantize) {
-      quantize(m * ith / n, m * (ith + 1) / n);
-#pragma omp barrier
+      if (ith < n) quantize(acts, m * ith / n, m * (ith + 1) / n);
+      t.wrote_all();
+      t.sync();
     }
     if (any_grouped) {
       for (size_t li = 0; li < num_layouts; ++li) {
         const cpu::ActLayout& l = layouts[li];
-        if (!l.grouped) continue;
+        if (!l.grouped || ith >= n) continue;
         const uint8_t* rows = acts + layout_offset[li];
         k.group_acts(l, rows, m, ith, n,
                      acts + layout_offset[li] + static_cast<size_t>(m) * l.row_bytes);
       }
-#pragma omp barrier
+      t.wrote_all();
+      t.sync();
     }
-    if (m < kDynamicMinTokens || n == 1) {
+    t.wrote_all();
+    if (ith >= n) return;
+    std::atomic<int64_t>& next_item = shared.counters[0];
+    if (m < kDynamicMinTokens) {
       for (size_t j = 0; j < jobs.size(); ++j) {
         // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit):
         // decode is memory-bound, and one sequential stream per thread reads fastest.
-        const WeightView& w = *jobs[j].w;
-        const size_t li = job_layout[j];
-        const auto run = [&](int64_t r0, int64_t r1) {
-          if (r0 < r1)
-            fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0,
-                   r1);
-        };
-        const int64_t head = n == 1 ? w.rows : w.rows * kDecodeStaticEighths / 8 / 8 * 8;
+        const int64_t rows = jobs[j].w->rows;
+        const int64_t head = rows * kDecodeStaticEighths / 8 / 8 * 8;
         const int64_t chunk = ((head + n - 1) / n + 7) / 8 * 8;
         const int64_t r0 = std::min(head, chunk * ith);
-        run(r0, std::min(head, r0 + chunk));
+        run_rows(j, acts, r0, std::min(head, r0 + chunk));
         for (;;) {
-          const auto [first, count] = next_tail_piece(tail_next[j], w.rows - head, n);
+          const auto [first, count] = next_tail_piece(shared.counters[1 + j], rows - head, n);
           if (count == 0) break;
-          run(head + first, head + first + count);
+          run_rows(j, acts, head + first, head + first + count);
         }
       }
     } else {
@@ -241,14 +272,11 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
           ++j;
         }
         if (j == jobs.size()) break;
-        const WeightView& w = *jobs[j].w;
-        const int64_t r0 = item * kDynamicRows, r1 = std::min(w.rows, r0 + kDynamicRows);
-        const size_t li = job_layout[j];
-        fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0,
-               r1);
+        const int64_t r0 = item * kDynamicRows;
+        run_rows(j, acts, r0, std::min(jobs[j].w->rows, r0 + kDynamicRows));
       }
     }
-  }
+  });
 }
 
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out) {
@@ -261,7 +289,9 @@ void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
   PAGODA_CHECK(rows >= 0 && dim > 0);
-  cpu::reference::rms_norm(x, weight, rows, dim, eps, y);
+  for_rows(rows, rows * dim * 2, [&](int64_t r0, int64_t r1) {
+    cpu::reference::rms_norm(x + r0 * dim, weight, r1 - r0, dim, eps, y + r0 * dim);
+  });
 }
 
 void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
@@ -270,7 +300,11 @@ void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
   PAGODA_CHECK(params.rot_dims > 0 && params.rot_dims % 2 == 0 && params.rot_dims <= head_dim);
   PAGODA_CHECK(params.freq_factors.empty() ||
                params.freq_factors.size() == static_cast<size_t>(params.rot_dims / 2));
-  cpu::reference::rope(x, num_tokens, num_heads, head_dim, positions, params);
+  // ~16 flops per rotated pair, and a sin and cos per pair and token.
+  const int64_t row = num_heads * head_dim;
+  for_rows(num_tokens, num_tokens * row * 16, [&](int64_t t0, int64_t t1) {
+    cpu::reference::rope(x + t0 * row, t1 - t0, num_heads, head_dim, positions + t0, params);
+  });
 }
 
 uint64_t stream_sum(const uint64_t* p, size_t n) {
@@ -305,25 +339,21 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   PAGODA_CHECK(n >= 0);
   // An exp and a division per element (~16 multiply-adds' time): batches and prefill split it
   // across threads in contiguous slices (elementwise, so the bits do not change).
-  const int nth = threads_for(n * 16);
-#pragma omp parallel num_threads(nth) if (nth > 1)
-  {
-    const int ith = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t i0 = n * ith / nt, i1 = n * (ith + 1) / nt;
-    const cpu::CpuKernels& k = cpu::active_kernels();
-    (k.silu_mul != nullptr ? k.silu_mul : &cpu::reference::silu_mul)(gate + i0, up + i0, i1 - i0,
-                                                                     out + i0);
-  }
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  const auto fn = k.silu_mul != nullptr ? k.silu_mul : &cpu::reference::silu_mul;
+  for_rows(n, n * 16, [&](int64_t i0, int64_t i1) { fn(gate + i0, up + i0, i1 - i0, out + i0); });
 }
 
 void softmax(float* x, int64_t rows, int64_t dim) {
   PAGODA_CHECK(rows >= 0 && dim >= 0);
-  cpu::reference::softmax(x, rows, dim);
+  for_rows(rows, rows * dim * 16,
+           [&](int64_t r0, int64_t r1) { cpu::reference::softmax(x + r0 * dim, r1 - r0, dim); });
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {
   PAGODA_CHECK(n >= 0);
-  cpu::reference::add_inplace(y, x, n);
+  for_rows(n, n,
+           [&](int64_t i0, int64_t i1) { cpu::reference::add_inplace(y + i0, x + i0, i1 - i0); });
 }
 
 }  // namespace pagoda::kernels

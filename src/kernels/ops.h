@@ -1,5 +1,7 @@
 // Op fronts: shape contracts for the CPU kernels. Activations are f32, row-major.
-// Each function dispatches to the best ISA path selected at startup (see kernels/cpu/).
+// Each function dispatches to the best ISA path selected at startup (see kernels/cpu/) and splits
+// its work across the kernel threads: on the caller's team inside kernels::run_in_team (team.h:
+// every thread of the team makes the call), else in a parallel region of its own.
 #pragma once
 
 #include <array>
@@ -33,8 +35,8 @@ struct MatmulJob {
 };
 
 // y_j = x · w_jᵀ (+ bias_j) for every job: the same results as one matmul call per job, with x
-// converted once per vec-dot type and every job's rows split across the threads of one parallel
-// region (fewer fork/joins per forward pass). precondition: all w_j->cols equal.
+// converted once per vec-dot type and every job's rows split across the threads in one go (one
+// set of barriers). precondition: all w_j->cols equal.
 void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m);
 
 // Embedding lookup: out[i, :] = dequantised row ids[i] of `table`, out: [n, table.cols] f32.

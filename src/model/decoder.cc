@@ -7,6 +7,7 @@
 #include "base/mapped_file.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "kernels/team.h"
 
 namespace pagoda::model {
 namespace {
@@ -173,16 +174,41 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
                                 std::span<const kernels::KvLayerView> kv_layers, float* logits) {
   const ModelConfig& c = config_;
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
+  const int64_t hidden = c.hidden_dim;
+  scratch_.reserve(kX, static_cast<size_t>(T * hidden));
+  scratch_.reserve(kH, static_cast<size_t>(T * hidden));
+  scratch_.reserve(kOut, static_cast<size_t>(T * hidden));
+  scratch_.reserve(kFinal, static_cast<size_t>(R * hidden));
+  reserve_attention_scratch(c, T, scratch_);
+  for (const DecoderLayer& L : w_.layers) {
+    if (L.moe) {
+      reserve_moe_scratch(*L.moe, T, scratch_);
+    } else {
+      reserve_ffn_scratch(L.ffn, T, scratch_);
+    }
+  }
+  // The whole pass on one team of the kernel threads (kernels/team.h): every thread runs this
+  // body and each op splits its work across them, with no fork/join between ops.
+  kernels::run_in_team([&] { forward_on_team(batch, kv_layers, logits); });
+}
+
+void DecoderModel::forward_on_team(const ForwardBatch& batch,
+                                   std::span<const kernels::KvLayerView> kv_layers, float* logits) {
+  const ModelConfig& c = config_;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t hidden = c.hidden_dim;
   float* x = scratch_.get(kX, static_cast<size_t>(T * hidden));
   float* h = scratch_.get(kH, static_cast<size_t>(T * hidden));
   float* out = scratch_.get(kOut, static_cast<size_t>(T * hidden));
 
-  for (int64_t t = 0; t < T; ++t) {
-    kernels::dequantize_row(w_.token_embd.dtype,
-                            w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]), x + t * hidden,
-                            hidden);
-  }
+  kernels::team_first([&] {
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::dequantize_row(w_.token_embd.dtype,
+                              w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
+                              x + t * hidden, hidden);
+    }
+  });
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
     kernels::rms_norm(x, L.attn_norm.data(), T, hidden, c.rms_norm_eps, h);
@@ -199,10 +225,12 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
   if (R == 0) return;
   float* final_rows = scratch_.get(kFinal, static_cast<size_t>(R * hidden));
-  for (int64_t r = 0; r < R; ++r) {
-    std::memcpy(final_rows + r * hidden, x + batch.logit_rows[static_cast<size_t>(r)] * hidden,
-                static_cast<size_t>(hidden) * sizeof(float));
-  }
+  kernels::team_first([&] {
+    for (int64_t r = 0; r < R; ++r) {
+      std::memcpy(final_rows + r * hidden, x + batch.logit_rows[static_cast<size_t>(r)] * hidden,
+                  static_cast<size_t>(hidden) * sizeof(float));
+    }
+  });
   kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
   kernels::matmul(w_.output, final_rows, R, logits);
 }

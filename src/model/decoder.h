@@ -44,6 +44,9 @@ class DecoderModel final : public Model {
  private:
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                     float* logits) override;
+  // forward_impl's body, run by every thread of the kernels' team.
+  void forward_on_team(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
+                       float* logits);
 
   // Copies every matmul weight into weights_ (huge pages: decode streams them at the machine's
   // full read bandwidth), in the kernels' pre-packed layout where they have one.

@@ -8,6 +8,13 @@ namespace {
 enum Slot { kQ = 10, kK, kV, kAttn };
 }
 
+void reserve_attention_scratch(const ModelConfig& c, int64_t T, Scratch& scratch) {
+  scratch.reserve(kQ, static_cast<size_t>(T * c.q_dim()));
+  scratch.reserve(kK, static_cast<size_t>(T * c.kv_dim()));
+  scratch.reserve(kV, static_cast<size_t>(T * c.kv_dim()));
+  scratch.reserve(kAttn, static_cast<size_t>(T * c.q_dim()));
+}
+
 void attention_block(const ModelConfig& c, const AttentionWeights& w,
                      const kernels::RopeParams& rope, const ForwardBatch& batch,
                      const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch) {

@@ -17,6 +17,9 @@ struct AttentionWeights {
   std::vector<float> bq, bk, bv;       // empty, or [q_dim], [kv_dim], [kv_dim]
 };
 
+// Reserves the scratch attention_block uses for a batch of num_tokens.
+void reserve_attention_scratch(const ModelConfig& config, int64_t num_tokens, Scratch& scratch);
+
 // out[T, hidden] = attention(h[T, hidden]) for the batch; writes this layer's K/V into `kv`.
 void attention_block(const ModelConfig& config, const AttentionWeights& w,
                      const kernels::RopeParams& rope, const ForwardBatch& batch,

@@ -6,10 +6,25 @@
 #include <numeric>
 
 #include "kernels/ops.h"
+#include "kernels/team.h"
 
 namespace pagoda::model {
 namespace {
 enum Slot { kGate = 20, kUp, kRouter, kGather, kExpertOut };
+}
+
+void reserve_ffn_scratch(const FfnWeights& w, int64_t T, Scratch& scratch) {
+  scratch.reserve(kGate, static_cast<size_t>(T * w.gate.rows));
+  scratch.reserve(kUp, static_cast<size_t>(T * w.gate.rows));
+}
+
+void reserve_moe_scratch(const MoeWeights& w, int64_t T, Scratch& scratch) {
+  const auto hidden = static_cast<size_t>(T * w.router.cols);
+  scratch.reserve(kRouter, static_cast<size_t>(T * w.router.rows));
+  scratch.reserve(kGather, hidden);  // an expert gets each token at most once
+  scratch.reserve(kExpertOut, hidden);
+  for (const FfnWeights& e : w.experts)
+    reserve_ffn_scratch(e, T, scratch);
 }
 
 void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scratch& scratch) {
@@ -30,6 +45,7 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
   float* router = scratch.get(kRouter, static_cast<size_t>(T * num_experts));
   kernels::matmul(w.router, h, T, router);
   kernels::softmax(router, T, num_experts);
+  kernels::team_sync();  // every thread of a team reads all of the router's output
 
   // Per token: its top-k experts and renormalised weights.
   std::vector<int32_t> chosen(static_cast<size_t>(T * k));
@@ -50,7 +66,8 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
 
   // Expert by expert: gather its tokens, run the dense FFN, scatter-add weighted. Each token
   // accumulates its experts in ascending expert id, whatever else is in the batch.
-  std::memset(out, 0, static_cast<size_t>(T * hidden) * sizeof(float));
+  kernels::team_first(
+      [&] { std::memset(out, 0, static_cast<size_t>(T * hidden) * sizeof(float)); });
   std::vector<int64_t> rows;
   std::vector<float> row_weights;
   for (int64_t e = 0; e < num_experts; ++e) {
@@ -67,19 +84,23 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
     if (rows.empty()) continue;
     const int64_t n = static_cast<int64_t>(rows.size());
     float* gathered = scratch.get(kGather, static_cast<size_t>(n * hidden));
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(gathered + i * hidden, h + rows[static_cast<size_t>(i)] * hidden,
-                  static_cast<size_t>(hidden) * sizeof(float));
-    }
+    kernels::team_first([&] {
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(gathered + i * hidden, h + rows[static_cast<size_t>(i)] * hidden,
+                    static_cast<size_t>(hidden) * sizeof(float));
+      }
+    });
     float* expert_out = scratch.get(kExpertOut, static_cast<size_t>(n * hidden));
     ffn_block(w.experts[static_cast<size_t>(e)], gathered, n, expert_out, scratch);
-    for (int64_t i = 0; i < n; ++i) {
-      float* dst = out + rows[static_cast<size_t>(i)] * hidden;
-      const float* src = expert_out + i * hidden;
-      const float wt = row_weights[static_cast<size_t>(i)];
-      for (int64_t d = 0; d < hidden; ++d)
-        dst[d] += wt * src[d];
-    }
+    kernels::team_first([&] {
+      for (int64_t i = 0; i < n; ++i) {
+        float* dst = out + rows[static_cast<size_t>(i)] * hidden;
+        const float* src = expert_out + i * hidden;
+        const float wt = row_weights[static_cast<size_t>(i)];
+        for (int64_t d = 0; d < hidden; ++d)
+          dst[d] += wt * src[d];
+      }
+    });
   }
 }
 

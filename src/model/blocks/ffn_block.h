@@ -20,11 +20,16 @@ struct MoeWeights {
   int32_t num_used = 0;
 };
 
+// Reserve the scratch ffn_block and moe_block use for up to num_tokens tokens.
+void reserve_ffn_scratch(const FfnWeights& w, int64_t num_tokens, Scratch& scratch);
+void reserve_moe_scratch(const MoeWeights& w, int64_t num_tokens, Scratch& scratch);
+
 // out[T, hidden] = down(silu(gate(h)) * up(h)).
 void ffn_block(const FfnWeights& w, const float* h, int64_t num_tokens, float* out,
                Scratch& scratch);
 
-// out[T, hidden] = Σ_k weight_k · expert_k(h) over each token's top-k experts.
+// out[T, hidden] = Σ_k weight_k · expert_k(h) over each token's top-k experts. Inside a kernels
+// team every thread computes the routing (the same on each) from the router's output.
 void moe_block(const MoeWeights& w, const float* h, int64_t num_tokens, float* out,
                Scratch& scratch);
 

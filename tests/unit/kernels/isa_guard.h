@@ -1,4 +1,5 @@
-// Test helper: run a block of code on one ISA path, restoring the previous one afterwards.
+// Test helpers: run a block of code on one ISA path (or thread count), restoring the previous one
+// afterwards.
 #pragma once
 
 #include <string>
@@ -16,6 +17,18 @@ class IsaGuard {
 
  private:
   Isa saved_;
+};
+
+// The same for the kernel thread count.
+class ThreadsGuard {
+ public:
+  explicit ThreadsGuard(int n) : saved_(num_threads()) { set_num_threads(n); }
+  ~ThreadsGuard() { set_num_threads(saved_); }
+  ThreadsGuard(const ThreadsGuard&) = delete;
+  ThreadsGuard& operator=(const ThreadsGuard&) = delete;
+
+ private:
+  int saved_;
 };
 
 inline std::string isa_label(Isa isa) {

@@ -17,6 +17,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "random_data.h"
 #include "tensor/dtype.h"
 #include "tensor/float16.h"
 
@@ -25,15 +26,6 @@ namespace {
 
 using cpu::ActType;
 using tensor::DType;
-
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = g(rng);
-  return v;
-}
 
 // Activation-like rows: Gaussian with varying spread, outliers, an all-zero stretch and exact
 // half-way values (x = (k + 0.5) · amax / 127 hits the rounding rule).

@@ -14,18 +14,10 @@
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
+#include "random_data.h"
 
 namespace pagoda::kernels {
 namespace {
-
-std::vector<float> random_vec(size_t n, uint32_t seed, float scale = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = g(rng);
-  return v;
-}
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
