@@ -24,7 +24,10 @@
 namespace pagoda::kernels {
 
 // Runs body on each thread of one parallel region of num_threads() threads, as a team.
-// precondition: not called inside a team or another parallel region.
+// precondition: not called inside a team (inside another parallel region the team has one
+// thread). body must not throw: an exception cannot leave a parallel region (the other threads
+// wait for the thrower at the next barrier), so one ends the process, as an allocation failure
+// does there. Allocate what may fail before the call, as the decoder reserves its scratch.
 void run_in_team(const std::function<void()>& body);
 
 // True on a thread running run_in_team's body.
