@@ -35,7 +35,7 @@ bool cpu_has_f16c() {
 // bits 17, 18), and this process's permission to use it: Linux grants the tile data's 8 KiB of
 // extra state per thread only on request (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
 // Asked once; the answer holds for every thread of the process.
-bool amx_usable() {
+[[maybe_unused]] bool amx_usable() {  // (x86-64 only)
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
   static const bool usable = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -59,6 +59,7 @@ bool cpu_has(Isa isa) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   switch (isa) {
     case Isa::kScalar:
+    case Isa::kPortable:
       return true;
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
@@ -71,17 +72,18 @@ bool cpu_has(Isa isa) {
   }
   return false;
 #else
-  return isa == Isa::kScalar;
+  return isa == Isa::kScalar || isa == Isa::kPortable;
 #endif
 }
 
 // Every path, scalar first (the order supported_isas() reports).
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
 
 Isa best_supported() {
   if (isa_supported(Isa::kAmx)) return Isa::kAmx;
   if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
   if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
+  if (isa_supported(Isa::kPortable)) return Isa::kPortable;
   return Isa::kScalar;
 }
 
@@ -97,8 +99,9 @@ Isa initial_isa() {
       return best_supported();
     }
   }
-  PAGODA_LOG_WARN("PAGODA_ISA={}: unknown (expected amx, avx512, avx2 or scalar); using {}", want,
-                  isa_name(best_supported()));
+  PAGODA_LOG_WARN(
+      "PAGODA_ISA={}: unknown (expected amx, avx512, avx2, portable or scalar); using {}", want,
+      isa_name(best_supported()));
   return best_supported();
 }
 
@@ -131,6 +134,8 @@ std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar:
       return "scalar";
+    case Isa::kPortable:
+      return "portable";
     case Isa::kAvx2:
       return "avx2";
     case Isa::kAvx512:

@@ -1,9 +1,12 @@
 // Instruction-set selection for the CPU kernels. The best path the CPU supports is chosen once,
-// on first use; PAGODA_ISA=amx|avx512|avx2|scalar forces one (an unsupported or unknown value falls
-// back to the best available, with a warning). Every path computes the same numbers as the scalar
-// reference (bit for bit for matmul; see kernels/cpu/reference/vec_dot_ref.cc), so the choice only
-// changes speed.
+// on first use; PAGODA_ISA=amx|avx512|avx2|portable|scalar forces one (an unsupported or unknown
+// value falls back to the best available, with a warning). Every path computes the same numbers as
+// the scalar reference (bit for bit for matmul; see kernels/cpu/reference/vec_dot_ref.cc), so the
+// choice only changes speed.
 //   scalar: the reference (any CPU).
+//   portable: Highway's static target for the build (NEON on AArch64, where it is the best path;
+//           128-bit emulation on baseline x86-64, a test path there): int8 block dots for the
+//           Q4_0/Q8_0 matmuls, the reference for the rest (cpu/portable/).
 //   avx2:   x86-64 AVX2 + FMA + F16C (Haswell, Zen 1+).
 //   avx512: AVX-512 F/BW/VL + VNNI (Ice Lake, Sapphire Rapids, Zen 4+): int8 dots with vpdpbusd.
 //   amx:    avx512 (+ VBMI) plus AMX-INT8 tile multiplies for the Q4_0/Q8_0/Q4_K/Q5_K/Q6_K GEMMs
@@ -16,7 +19,7 @@
 
 namespace pagoda::kernels {
 
-enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
+enum class Isa { kScalar, kPortable, kAvx2, kAvx512, kAmx };
 
 std::string_view isa_name(Isa isa);
 // True if this build has the path and this CPU can run it.

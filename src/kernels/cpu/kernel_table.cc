@@ -7,6 +7,8 @@ const CpuKernels* kernels_for(Isa isa) {
   switch (isa) {
     case Isa::kScalar:
       return reference_kernels();
+    case Isa::kPortable:
+      return portable_kernels();
     case Isa::kAvx2:
       return avx2_kernels();
     case Isa::kAvx512:

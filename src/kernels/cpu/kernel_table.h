@@ -67,8 +67,9 @@ const CpuKernels* kernels_for(Isa isa);
 const CpuKernels& active_kernels();
 
 const CpuKernels* reference_kernels();
-const CpuKernels* avx2_kernels();    // nullptr off x86-64
-const CpuKernels* avx512_kernels();  // nullptr off x86-64
-const CpuKernels* amx_kernels();     // avx512's with the AMX GEMMs; nullptr off x86-64
+const CpuKernels* portable_kernels();  // Highway's static target (cpu/portable/)
+const CpuKernels* avx2_kernels();      // nullptr off x86-64
+const CpuKernels* avx512_kernels();    // nullptr off x86-64
+const CpuKernels* amx_kernels();       // avx512's with the AMX GEMMs; nullptr off x86-64
 
 }  // namespace pagoda::kernels::cpu
