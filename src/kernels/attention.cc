@@ -69,8 +69,8 @@ void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
   PAGODA_CHECK(num_tokens >= 0);
   check_positions(kv, block_table, positions, num_tokens);
   const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
-  team_detail::for_rows(num_tokens, num_tokens * row * 4, kMinWorkPerThread, num_threads(),
-                        [&](int64_t t0, int64_t t1) {
+  team_detail::for_rows(num_tokens, num_tokens * row * 4, kMinWorkPerThread,
+                        team_detail::available_threads(), [&](int64_t t0, int64_t t1) {
                           cpu::reference::kv_cache_write(kv, block_table, positions + t0, t1 - t0,
                                                          k + t0 * row, v + t0 * row);
                         });
@@ -118,9 +118,9 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
   if (items.empty()) return;
   const cpu::CpuKernels& k = cpu::active_kernels();
   auto* fn = k.attention_item != nullptr ? k.attention_item : &cpu::reference::attention_item;
-  const int nth =
-      static_cast<int>(std::min<int64_t>({num_threads(), static_cast<int64_t>(items.size()),
-                                          std::max<int64_t>(1, work / kMinWorkPerThread)}));
+  const int nth = static_cast<int>(
+      std::min<int64_t>({team_detail::available_threads(), static_cast<int64_t>(items.size()),
+                         std::max<int64_t>(1, work / kMinWorkPerThread)}));
   const auto n = static_cast<int64_t>(items.size());
   const cpu::AttentionItem* data = items.data();
   if (nth == 1) {

@@ -52,13 +52,13 @@ uint8_t* act_buffer(size_t bytes) {
 
 int threads_for(int64_t work) {
   const int64_t useful = std::max<int64_t>(1, work / kMinWorkPerThread);
-  return static_cast<int>(std::min<int64_t>(num_threads(), useful));
+  return static_cast<int>(std::min<int64_t>(team_detail::available_threads(), useful));
 }
 
 // fn(r0, r1) over slices of [0, rows) (team_op.h), split when `work` is worth it.
 template <class Fn>
 void for_rows(int64_t rows, int64_t work, Fn&& fn) {
-  team_detail::for_rows(rows, work, kMinWorkPerThread, num_threads(), fn);
+  team_detail::for_rows(rows, work, kMinWorkPerThread, team_detail::available_threads(), fn);
 }
 
 void check_weight(const WeightView& w) {

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/isa.h"
+
 namespace pagoda::kernels::team_detail {
 
 // What one op's threads share: a buffer its first thread sets up and its work counters, reset
@@ -63,6 +65,13 @@ struct TeamThread {
   Written written = Written::kNone;
 };
 TeamThread* current_team();
+
+// The threads an op may use: its team's (which every thread of it sees alike, even if
+// set_num_threads runs meanwhile), else isa.h's num_threads().
+inline int available_threads() {
+  const TeamThread* team = current_team();
+  return team != nullptr ? team->size : num_threads();
+}
 
 // body(OpThread&) on every thread of the caller's team, or of a region of `threads` threads of
 // the op's own (the region ends when all are done).

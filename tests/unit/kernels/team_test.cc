@@ -202,5 +202,22 @@ TEST(TeamTest, FirstThreadWritesReachOpsAndSyncedThreads) {
     EXPECT_EQ(seen[static_cast<size_t>(r)], 1) << "thread " << r;
 }
 
+// Ops size their work by the team, which every thread sees alike: a thread count changed while a
+// pass runs (a precondition violation, but not one that may hang a pass) does not split the
+// threads' paths.
+TEST(TeamTest, ThreadCountChangedDuringAPassDoesNotSplitTheTeam) {
+  ThreadsGuard tg(2);
+  constexpr int64_t kN = 1 << 20;
+  std::vector<float> a(kN, 1.0f), b(kN, 2.0f);
+  run_in_team([&] {
+    team_first([] { set_num_threads(1); });
+    add_inplace(a.data(), b.data(), kN);
+    team_first([] { set_num_threads(2); });
+    add_inplace(a.data(), b.data(), kN);
+  });
+  for (int64_t i = 0; i < kN; i += 997)
+    ASSERT_EQ(a[static_cast<size_t>(i)], 5.0f) << i;
+}
+
 }  // namespace
 }  // namespace pagoda::kernels
