@@ -12,7 +12,7 @@ BUILD_PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 TEST_PKGS=(
-  clang-14 libclang-rt-14-dev clang-format-14 g++-aarch64-linux-gnu
+  clang-14 libclang-rt-14-dev clang-format-14 g++-aarch64-linux-gnu qemu-user-static
   python3 python3-numpy python3-jinja2 python3-torch
   nodejs npm prometheus curl
 )
