@@ -1,7 +1,7 @@
-// The portable kernel table's matmuls against the scalar reference, bit for bit, as a standalone
-// program (no test framework): scripts/check-neon.sh cross-compiles it with the kernel sources it
-// needs for AArch64, where the portable table is NEON code, and runs it under qemu-aarch64. The
-// x86 build runs the same comparison in kernels_test's every-ISA cases.
+// The portable kernel table's matmuls (Q4_0, Q8_0, Q4_K, Q6_K) against the scalar reference, bit
+// for bit, as a standalone program (no test framework): scripts/check-neon.sh cross-compiles it
+// with the kernel sources it needs for AArch64, where the portable table is NEON code, and runs it
+// under qemu-aarch64. The x86 build runs the same comparison in kernels_test's every-ISA cases.
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -21,16 +21,39 @@ using pagoda::kernels::WeightView;
 using pagoda::tensor::DType;
 namespace cpu = pagoda::kernels::cpu;
 
-// Random blocks of `t` (Q4_0 or Q8_0): random level bytes, scales of either sign.
+const char* name(DType t) {
+  switch (t) {
+    case DType::kQ4_0:
+      return "Q4_0";
+    case DType::kQ8_0:
+      return "Q8_0";
+    case DType::kQ4_K:
+      return "Q4_K";
+    default:
+      return "Q6_K";
+  }
+}
+
+// Random blocks of `t`: random level and scale bytes, f16 super-scales of either sign.
 std::vector<uint8_t> random_weight(DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
-  const size_t block = t == DType::kQ4_0 ? sizeof(cpu::BlockQ4_0) : sizeof(cpu::BlockQ8_0);
-  std::vector<uint8_t> w(static_cast<size_t>(rows * cols / 32) * block);
+  struct Form {
+    size_t bytes, elements;
+    std::vector<size_t> f16_at;  // offsets of the block's f16 scales
+  };
+  const Form f = t == DType::kQ4_0   ? Form{sizeof(cpu::BlockQ4_0), 32, {0}}
+                 : t == DType::kQ8_0 ? Form{sizeof(cpu::BlockQ8_0), 32, {0}}
+                 : t == DType::kQ4_K ? Form{sizeof(cpu::BlockQ4_K), 256, {0, 2}}
+                                     : Form{sizeof(cpu::BlockQ6_K), 256, {208}};
+  std::vector<uint8_t> w(static_cast<size_t>(rows * cols) / f.elements * f.bytes);
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
-  for (size_t b = 0; b < w.size() / block; ++b) {
-    const uint16_t d = pagoda::tensor::fp32_to_fp16(scale(rng));
-    std::memcpy(w.data() + b * block, &d, 2);
-    for (size_t j = 2; j < block; ++j)
-      w[b * block + j] = static_cast<uint8_t>(rng());
+  for (size_t b = 0; b < w.size() / f.bytes; ++b) {
+    uint8_t* blk = w.data() + b * f.bytes;
+    for (size_t j = 0; j < f.bytes; ++j)
+      blk[j] = static_cast<uint8_t>(rng());
+    for (size_t at : f.f16_at) {
+      const uint16_t d = pagoda::tensor::fp32_to_fp16(scale(rng));
+      std::memcpy(blk + at, &d, 2);
+    }
   }
   return w;
 }
@@ -39,7 +62,7 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
   const std::vector<uint8_t> bytes = random_weight(t, rows, cols, rng);
   const size_t row_bytes = bytes.size() / static_cast<size_t>(rows);
   const WeightView w{t, rows, cols, row_bytes, bytes.data()};
-  const cpu::ActLayout l = cpu::act_layout(cpu::ActType::kQ8_0, cols);
+  const cpu::ActLayout l = cpu::act_layout(cpu::act_type_for(t), cols);
   std::normal_distribution<float> g(0, 1);
   std::vector<float> x(static_cast<size_t>(m * cols));
   for (auto& v : x)
@@ -49,7 +72,7 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
   cpu::reference::quantize_acts(l, x.data(), m, a);
   const cpu::MatmulRowsFn fn = cpu::portable_kernels()->matmul_rows(t);
   if (fn == nullptr) {
-    std::printf("portable table has no %s matmul\n", t == DType::kQ4_0 ? "Q4_0" : "Q8_0");
+    std::printf("portable table has no %s matmul\n", name(t));
     return 1;
   }
   std::vector<float> y(static_cast<size_t>(m * rows));
@@ -61,10 +84,9 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
       const float want = cpu::reference::vec_dot(t, w.row(r), row, cols);
       const float got = y[static_cast<size_t>(i * rows + r)];
       if (std::bit_cast<uint32_t>(got) != std::bit_cast<uint32_t>(want) && bad++ < 5) {
-        std::printf("%s %lldx%lld token %lld row %lld: %.9g, reference %.9g\n",
-                    t == DType::kQ4_0 ? "Q4_0" : "Q8_0", static_cast<long long>(rows),
-                    static_cast<long long>(cols), static_cast<long long>(i),
-                    static_cast<long long>(r), got, want);
+        std::printf("%s %lldx%lld token %lld row %lld: %.9g, reference %.9g\n", name(t),
+                    static_cast<long long>(rows), static_cast<long long>(cols),
+                    static_cast<long long>(i), static_cast<long long>(r), got, want);
       }
     }
   }
@@ -76,8 +98,9 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
 int main() {
   std::mt19937 rng(2026);
   int bad = 0, cases = 0;
-  for (DType t : {DType::kQ4_0, DType::kQ8_0}) {
-    for (int64_t cols : {32, 256, 2080}) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+    const bool k = t == DType::kQ4_K || t == DType::kQ6_K;
+    for (int64_t cols : {k ? 256 : 32, k ? 512 : 256, k ? 2304 : 2080}) {
       for (int64_t m : {1, 3}) {
         bad += check(t, 7, cols, m, rng);
         ++cases;
