@@ -6,7 +6,7 @@
 //   scalar: the reference (any CPU).
 //   portable: Highway's static target for the build (NEON on AArch64, where it is the best path;
 //           Highway's scalar target on baseline x86-64, a test path there): int8 dots for the
-//           Q4_0/Q8_0/Q4_K/Q6_K matmuls, the reference for the rest (cpu/portable/).
+//           Q4_0/Q8_0/Q4_K/Q5_K/Q6_K matmuls, the reference for the rest (cpu/portable/).
 //   avx2:   x86-64 AVX2 + FMA + F16C (Haswell, Zen 1+).
 //   avx512: AVX-512 F/BW/VL + VNNI (Ice Lake, Sapphire Rapids, Zen 4+): int8 dots with vpdpbusd.
 //   amx:    avx512 (+ VBMI) plus AMX-INT8 tile multiplies for the Q4_0/Q8_0/Q4_K/Q5_K/Q6_K GEMMs

@@ -1,5 +1,5 @@
-// The portable kernel table's matmuls (Q4_0, Q8_0, Q4_K, Q6_K) against the scalar reference, bit
-// for bit, as a standalone program (no test framework): scripts/check-neon.sh cross-compiles it
+// The portable kernel table's matmuls (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) against the scalar reference,
+// bit for bit, as a standalone program (no test framework): scripts/check-neon.sh cross-compiles it
 // with the kernel sources it needs for AArch64, where the portable table is NEON code, and runs it
 // under qemu-aarch64. The x86 build runs the same comparison in kernels_test's every-ISA cases.
 #include <bit>
@@ -29,6 +29,8 @@ const char* name(DType t) {
       return "Q8_0";
     case DType::kQ4_K:
       return "Q4_K";
+    case DType::kQ5_K:
+      return "Q5_K";
     default:
       return "Q6_K";
   }
@@ -43,6 +45,7 @@ std::vector<uint8_t> random_weight(DType t, int64_t rows, int64_t cols, std::mt1
   const Form f = t == DType::kQ4_0   ? Form{sizeof(cpu::BlockQ4_0), 32, {0}}
                  : t == DType::kQ8_0 ? Form{sizeof(cpu::BlockQ8_0), 32, {0}}
                  : t == DType::kQ4_K ? Form{sizeof(cpu::BlockQ4_K), 256, {0, 2}}
+                 : t == DType::kQ5_K ? Form{sizeof(cpu::BlockQ5_K), 256, {0, 2}}
                                      : Form{sizeof(cpu::BlockQ6_K), 256, {208}};
   std::vector<uint8_t> w(static_cast<size_t>(rows * cols) / f.elements * f.bytes);
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
@@ -98,8 +101,8 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
 int main() {
   std::mt19937 rng(2026);
   int bad = 0, cases = 0;
-  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
-    const bool k = t == DType::kQ4_K || t == DType::kQ6_K;
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const bool k = t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K;
     for (int64_t cols : {k ? 256 : 32, k ? 512 : 256, k ? 2304 : 2080}) {
       for (int64_t m : {1, 3}) {
         bad += check(t, 7, cols, m, rng);

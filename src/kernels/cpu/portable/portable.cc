@@ -1,15 +1,16 @@
 // The portable kernel table: Highway's static target for this build, which is NEON on AArch64
 // (and Highway's one-lane scalar target on a baseline x86-64 build, where it is only a test path:
-// the x86 tables are faster there). Int8 dots for the Q4_0, Q8_0, Q4_K and Q6_K matmuls (the
-// types quantised models, Q4_K_M's mix included, spend their decode in): each weight row is
-// decoded once to signed bytes with vector nibble and bit operations, then dotted per block or
-// sub-block with a widening multiply-accumulate. The float sequence is the reference's
+// the x86 tables are faster there). Int8 dots for the Q4_0, Q8_0, Q4_K, Q5_K and Q6_K matmuls
+// (the types quantised models, the Q4_K_M and Q5_K_M mixes included, spend their decode in): each
+// weight row is decoded once to signed bytes with vector nibble and bit operations, then dotted per
+// block or sub-block with a widening multiply-accumulate. The float sequence is the reference's
 // (vec_dot_ref.cc): the exact integer sums, then its fmas in block order, so the bits are the
 // same. Also the bandwidth probe's sum. Every other entry falls back to the scalar reference
 // (silu_mul too: Highway's MulAdd is not fused on the emulated targets, and silu's bits are
 // defined by fma).
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "hwy/highway.h"
@@ -120,14 +121,38 @@ struct Super {
   float d, dmin;
 };
 
-void decode_q4_k(const uint8_t* src, Super& s) {
-  BlockQ4_K blk;
+// Q4_K, and Q5_K with its fifth bits: element 64c + r takes the low (r < 32) or high nibble of
+// qs[32c + r % 32] and, for Q5_K, bit 2c (r < 32) or 2c + 1 of qh[r % 32] as its bit 4.
+template <int C>
+void q5_k_fifth_bits(const uint8_t* qh, int8_t* lo, int8_t* hi) {
+  const hn::ScalableTag<uint8_t> du;
+  const hn::Rebind<int8_t, decltype(du)> di;
+  const auto one = hn::Set(du, 1);
+  for (size_t j = 0; j < 32; j += hn::Lanes(du)) {
+    const auto h = hn::LoadU(du, qh + j);
+    const auto b0 = hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2 * C>(h), one));
+    const auto b1 = hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2 * C + 1>(h), one));
+    hn::StoreU(hn::Or(hn::LoadU(di, lo + j), hn::BitCast(di, b0)), di, lo + j);
+    hn::StoreU(hn::Or(hn::LoadU(di, hi + j), hn::BitCast(di, b1)), di, hi + j);
+  }
+}
+
+template <bool kQ5>
+void decode_q45_k(const uint8_t* src, Super& s) {
+  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
+  Block blk;
   std::memcpy(&blk, src, sizeof(blk));
   s.sub = 32;
   s.d = tensor::fp16_to_fp32(blk.d);
   s.dmin = tensor::fp16_to_fp32(blk.dmin);
-  for (int c = 0; c < 4; ++c)  // 32 bytes: elements 64c + j (low nibble), 64c + 32 + j (high)
+  for (int c = 0; c < 4; ++c)
     split_nibbles(blk.qs + 32 * c, 32, s.q + 64 * c, s.q + 64 * c + 32);
+  if constexpr (kQ5) {
+    q5_k_fifth_bits<0>(blk.qh, s.q, s.q + 32);
+    q5_k_fifth_bits<1>(blk.qh, s.q + 64, s.q + 96);
+    q5_k_fifth_bits<2>(blk.qh, s.q + 128, s.q + 160);
+    q5_k_fifth_bits<3>(blk.qh, s.q + 192, s.q + 224);
+  }
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, mn;
     k4_scale_min(j, blk.scales, &sc, &mn);
@@ -174,22 +199,28 @@ void decode_q6_k(const uint8_t* src, Super& s) {
   }
 }
 
-// The reference's matmul_rows for Q4_K / Q6_K weights (Q8_K activations): each row's
+// The reference's matmul_rows for Q4_K / Q5_K / Q6_K weights (Q8_K activations): each row's
 // super-blocks decoded once, then dotted with every token's row in dot_k's sequence.
 void matmul_k(const WeightView& w, const ActLayout& l, const uint8_t* acts, int64_t m,
               const float* bias, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  const bool q4 = w.dtype == tensor::DType::kQ4_K;
+  const tensor::DType t = w.dtype;
+  const bool with_min = t != tensor::DType::kQ6_K;
   const int64_t nb = w.cols / kQK_K;
-  const size_t block_bytes = q4 ? sizeof(BlockQ4_K) : sizeof(BlockQ6_K);
+  const size_t block_bytes = t == tensor::DType::kQ4_K   ? sizeof(BlockQ4_K)
+                             : t == tensor::DType::kQ5_K ? sizeof(BlockQ5_K)
+                                                         : sizeof(BlockQ6_K);
   thread_local std::vector<Super> supers;
   supers.resize(static_cast<size_t>(nb));
   for (int64_t r = r0; r < r1; ++r) {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* src = w.row(r) + static_cast<size_t>(b) * block_bytes;
-      if (q4) {
-        decode_q4_k(src, supers[static_cast<size_t>(b)]);
+      Super& s = supers[static_cast<size_t>(b)];
+      if (t == tensor::DType::kQ4_K) {
+        decode_q45_k<false>(src, s);
+      } else if (t == tensor::DType::kQ5_K) {
+        decode_q45_k<true>(src, s);
       } else {
-        decode_q6_k(src, supers[static_cast<size_t>(b)]);
+        decode_q6_k(src, s);
       }
     }
     for (int64_t i = 0; i < m; ++i) {
@@ -208,7 +239,7 @@ void matmul_k(const WeightView& w, const ActLayout& l, const uint8_t* acts, int6
           msum += s.min[j] * bsum;
         }
         acc = std::fma(static_cast<float>(isum), s.d * a.d[b], acc);
-        if (q4) acc = std::fma(static_cast<float>(-msum), s.dmin * a.d[b], acc);
+        if (with_min) acc = std::fma(static_cast<float>(-msum), s.dmin * a.d[b], acc);
       }
       if (bias != nullptr) acc += bias[r];
       y[i * ldy + r] = acc;
@@ -242,6 +273,7 @@ MatmulRowsFn matmul_for(tensor::DType t) {
     case tensor::DType::kQ8_0:
       return &matmul_q8_blocks;
     case tensor::DType::kQ4_K:
+    case tensor::DType::kQ5_K:
     case tensor::DType::kQ6_K:
       return &matmul_k;
     default:
