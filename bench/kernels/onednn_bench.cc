@@ -39,17 +39,18 @@ std::vector<float> random_vec(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
-// One matmul y[m, rows] = x[m, cols] · Wᵀ: x f32 converted to bf16, W bf16 in oneDNN's chosen
-// layout, y f32.
+// One matmul y[m, rows] = x[m, cols] · Wᵀ: x f32 converted to bf16, W (f32 at w_f32) converted
+// to bf16 and reordered into oneDNN's chosen layout by load_weights(), y f32. Every primitive is
+// created once, here.
 struct OneDnnMatmul {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
-  dnnl::reorder x_to_bf16, w_to_layout;
-  dnnl::memory x_f32, x_bf16, w_plain, w_layout, y;
+  dnnl::reorder x_to_bf16, w_to_bf16, w_to_layout;
+  dnnl::memory x_f32, x_bf16, w_f32, w_plain, w_layout, y;
 
-  OneDnnMatmul(int64_t m, const std::vector<float>& x, std::vector<float>& out) {
+  OneDnnMatmul(int64_t m, const std::vector<float>& x, const float* w, std::vector<float>& out) {
     omp_set_num_threads(pagoda::kernels::num_threads());
     const dnnl::memory::desc x_md({m, kCols}, dt::bf16, tag::ab);
     const dnnl::memory::desc w_any({kCols, kRows}, dt::bf16, tag::any);
@@ -60,18 +61,18 @@ struct OneDnnMatmul {
     x_bf16 = dnnl::memory(x_md, eng);
     x_to_bf16 = dnnl::reorder(x_f32, x_bf16);
     // W [rows, cols] row-major is the matmul's B [cols, rows] in "ba" order.
+    w_f32 = dnnl::memory({{kCols, kRows}, dt::f32, tag::ba}, eng, const_cast<float*>(w));
     w_plain = dnnl::memory({{kCols, kRows}, dt::bf16, tag::ba}, eng);
+    w_to_bf16 = dnnl::reorder(w_f32, w_plain);
     w_layout = dnnl::memory(pd.weights_desc(), eng);
     w_to_layout = dnnl::reorder(w_plain, w_layout);
     y = dnnl::memory(y_md, eng, out.data());
   }
-  // w (f32, [rows, cols]) into the plain bf16 buffer.
-  void set_plain_weights(const float* w) {
-    dnnl::memory src({{kCols, kRows}, dt::f32, tag::ba}, eng, const_cast<float*>(w));
-    dnnl::reorder(src, w_plain).execute(strm, src, w_plain);
+  void load_weights() {
+    w_to_bf16.execute(strm, w_f32, w_plain);
+    w_to_layout.execute(strm, w_plain, w_layout);
     strm.wait();
   }
-  void reorder_weights() { w_to_layout.execute(strm, w_plain, w_layout); }
   void run() {
     x_to_bf16.execute(strm, x_f32, x_bf16);
     prim.execute(strm, {{DNNL_ARG_SRC, x_bf16}, {DNNL_ARG_WEIGHTS, w_layout}, {DNNL_ARG_DST, y}});
@@ -92,10 +93,8 @@ void BM_OneDnnBf16(benchmark::State& state) {
   const auto x = random_vec(static_cast<size_t>(m * kCols), 7, 1.0f);
   const auto w = random_vec(static_cast<size_t>(kRows * kCols), 42, 0.5f);
   std::vector<float> y(static_cast<size_t>(m * kRows));
-  OneDnnMatmul mm(m, x, y);
-  mm.set_plain_weights(w.data());
-  mm.reorder_weights();
-  mm.strm.wait();
+  OneDnnMatmul mm(m, x, w.data(), y);
+  mm.load_weights();
   for (auto _ : state) {
     mm.run();
     benchmark::ClobberMemory();
@@ -114,13 +113,12 @@ void BM_OneDnnBf16Dequant(benchmark::State& state) {
     pagoda::kernels::quantize_row(t, w.data() + r * kCols, q.data() + r * row_bytes, kCols);
   std::vector<float> y(static_cast<size_t>(m * kRows));
   std::vector<float> deq(static_cast<size_t>(kRows * kCols));
-  OneDnnMatmul mm(m, x, y);
+  OneDnnMatmul mm(m, x, deq.data(), y);
   for (auto _ : state) {
 #pragma omp parallel for schedule(static) num_threads(pagoda::kernels::num_threads())
     for (int64_t r = 0; r < kRows; ++r)
       pagoda::kernels::dequantize_row(t, q.data() + r * row_bytes, deq.data() + r * kCols, kCols);
-    mm.set_plain_weights(deq.data());
-    mm.reorder_weights();
+    mm.load_weights();
     mm.run();
     benchmark::ClobberMemory();
   }

@@ -185,6 +185,15 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
                       acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes);
     }
   };
+  // Part `part` of `parts` of every grouped layout's grouped form (it follows the layout's rows).
+  const auto group = [&](uint8_t* acts, int part, int parts) {
+    for (size_t li = 0; li < num_layouts; ++li) {
+      const cpu::ActLayout& l = layouts[li];
+      if (!l.grouped) continue;
+      uint8_t* rows = acts + layout_offset[li];
+      k.group_acts(l, rows, m, part, parts, rows + static_cast<size_t>(m) * l.row_bytes);
+    }
+  };
   const auto run_rows = [&](size_t j, const uint8_t* acts, int64_t r0, int64_t r1) {
     if (r0 >= r1) return;
     const WeightView& w = *jobs[j].w;
@@ -195,13 +204,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
     team_detail::run_first([&] {
       uint8_t* acts = act_buffer(bytes);
       quantize(acts, 0, m);
-      for (size_t li = 0; li < num_layouts; ++li) {
-        const cpu::ActLayout& l = layouts[li];
-        if (l.grouped) {
-          k.group_acts(l, acts + layout_offset[li], m, 0, 1,
-                       acts + layout_offset[li] + static_cast<size_t>(m) * l.row_bytes);
-        }
-      }
+      group(acts, 0, 1);
       for (size_t j = 0; j < jobs.size(); ++j)
         run_rows(j, acts, 0, jobs[j].w->rows);
     });
@@ -232,13 +235,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
       t.sync();
     }
     if (any_grouped) {
-      for (size_t li = 0; li < num_layouts; ++li) {
-        const cpu::ActLayout& l = layouts[li];
-        if (!l.grouped || ith >= n) continue;
-        const uint8_t* rows = acts + layout_offset[li];
-        k.group_acts(l, rows, m, ith, n,
-                     acts + layout_offset[li] + static_cast<size_t>(m) * l.row_bytes);
-      }
+      if (ith < n) group(acts, ith, n);
       t.wrote_all();
       t.sync();
     }

@@ -43,15 +43,17 @@ int32_t dot_i8(const int8_t* w, const int8_t* x, size_t n) {
   return hn::GetLane(hn::SumOfLanes(d32, hn::Add(sum0, sum1)));
 }
 
-// Bytes [0, n) of `src` split into nibbles: low ones to lo[j], high ones to hi[j] (as int8).
-void split_nibbles(const uint8_t* src, size_t n, int8_t* lo, int8_t* hi) {
+// Bytes [0, n) of `src` split into nibbles minus `offset`: low ones to lo[j], high ones to hi[j]
+// (as int8).
+void split_nibbles(const uint8_t* src, size_t n, int8_t offset, int8_t* lo, int8_t* hi) {
   const hn::ScalableTag<uint8_t> du;
   const hn::Rebind<int8_t, decltype(du)> di;
   const auto m4 = hn::Set(du, 0x0F);
+  const auto off = hn::Set(di, offset);
   for (size_t j = 0; j < n; j += hn::Lanes(du)) {
     const auto v = hn::LoadU(du, src + j);
-    hn::StoreU(hn::BitCast(di, hn::And(v, m4)), di, lo + j);
-    hn::StoreU(hn::BitCast(di, hn::ShiftRight<4>(v)), di, hi + j);
+    hn::StoreU(hn::Sub(hn::BitCast(di, hn::And(v, m4)), off), di, lo + j);
+    hn::StoreU(hn::Sub(hn::BitCast(di, hn::ShiftRight<4>(v)), off), di, hi + j);
   }
 }
 
@@ -66,24 +68,12 @@ void decode_row(tensor::DType t, const uint8_t* row, int64_t nb, int8_t* q, floa
     }
     return;
   }
-  // Q4_0: byte j holds element j (low nibble) and element j + 16 (high).
-  const hn::ScalableTag<uint8_t> du;
-  const hn::Rebind<int8_t, decltype(du)> di;
-  const size_t step = hn::Lanes(du);
-  const auto m4 = hn::Set(du, 0x0F);
-  const auto eight = hn::Set(di, 8);
+  // Q4_0: byte j holds element j (low nibble) and element j + 16 (high), offset 8.
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ4_0 blk;
     std::memcpy(&blk, row + b * sizeof(BlockQ4_0), sizeof(blk));
     d[b] = tensor::fp16_to_fp32(blk.d);
-    int8_t* out = q + b * kQK;
-    for (size_t j = 0; j < static_cast<size_t>(kQK / 2); j += step) {
-      const auto v = hn::LoadU(du, blk.qs + j);
-      const auto lo = hn::BitCast(di, hn::And(v, m4));
-      const auto hi = hn::BitCast(di, hn::ShiftRight<4>(v));
-      hn::StoreU(hn::Sub(lo, eight), di, out + j);
-      hn::StoreU(hn::Sub(hi, eight), di, out + kQK / 2 + j);
-    }
+    split_nibbles(blk.qs, kQK / 2, 8, q + b * kQK, q + b * kQK + kQK / 2);
   }
 }
 
@@ -146,7 +136,7 @@ void decode_q45_k(const uint8_t* src, Super& s) {
   s.d = tensor::fp16_to_fp32(blk.d);
   s.dmin = tensor::fp16_to_fp32(blk.dmin);
   for (int c = 0; c < 4; ++c)
-    split_nibbles(blk.qs + 32 * c, 32, s.q + 64 * c, s.q + 64 * c + 32);
+    split_nibbles(blk.qs + 32 * c, 32, 0, s.q + 64 * c, s.q + 64 * c + 32);
   if constexpr (kQ5) {
     q5_k_fifth_bits<0>(blk.qh, s.q, s.q + 32);
     q5_k_fifth_bits<1>(blk.qh, s.q + 64, s.q + 96);
