@@ -286,8 +286,10 @@ void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out
 
 void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* y) {
   PAGODA_CHECK(rows >= 0 && dim > 0);
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  const auto fn = k.rms_norm != nullptr ? k.rms_norm : &cpu::reference::rms_norm;
   for_rows(rows, rows * dim * 2, [&](int64_t r0, int64_t r1) {
-    cpu::reference::rms_norm(x + r0 * dim, weight, r1 - r0, dim, eps, y + r0 * dim);
+    fn(x + r0 * dim, weight, r1 - r0, dim, eps, y + r0 * dim);
   });
 }
 
@@ -349,8 +351,9 @@ void softmax(float* x, int64_t rows, int64_t dim) {
 
 void add_inplace(float* y, const float* x, int64_t n) {
   PAGODA_CHECK(n >= 0);
-  for_rows(n, n,
-           [&](int64_t i0, int64_t i1) { cpu::reference::add_inplace(y + i0, x + i0, i1 - i0); });
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  const auto fn = k.add_inplace != nullptr ? k.add_inplace : &cpu::reference::add_inplace;
+  for_rows(n, n, [&](int64_t i0, int64_t i1) { fn(y + i0, x + i0, i1 - i0); });
 }
 
 }  // namespace pagoda::kernels

@@ -59,6 +59,11 @@ struct CpuKernels {
   uint64_t (*sum_u64)(const uint64_t* p, size_t n) = nullptr;
   // out[i] = silu(gate[i]) * up[i] (softmax_exp.h's silu, bit for bit). nullptr: the reference.
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out) = nullptr;
+  // rms_norm of `rows` rows (sum_squares.h's Σx² order, bit for bit). nullptr: the reference.
+  void (*rms_norm)(const float* x, const float* weight, int64_t rows, int64_t dim, float eps,
+                   float* y) = nullptr;
+  // y[i] += x[i]. nullptr: the reference.
+  void (*add_inplace)(float* y, const float* x, int64_t n) = nullptr;
 };
 
 // The table for `isa`, or nullptr if this build does not contain that path.

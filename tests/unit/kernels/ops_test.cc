@@ -8,10 +8,12 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/reference/ops_ref.h"
+#include "kernels/cpu/sum_squares.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "random_data.h"
@@ -50,6 +52,96 @@ TEST(RmsNormTest, ZeroRowUsesEps) {
   rms_norm(x.data(), w.data(), 1, 8, 1e-6f, y.data());
   for (float v : y)
     EXPECT_EQ(v, 0.0f);
+}
+
+// Bit for bit (NaN: any NaN) over n floats.
+void expect_same_bits(const std::vector<float>& out, const std::vector<float>& ref,
+                      const std::string& what) {
+  ASSERT_EQ(out.size(), ref.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint32_t a = std::bit_cast<uint32_t>(out[i]), b = std::bit_cast<uint32_t>(ref[i]);
+    ASSERT_TRUE(a == b || (std::isnan(out[i]) && std::isnan(ref[i])))
+        << what << " i " << i << ": " << out[i] << " vs " << ref[i];
+  }
+}
+
+// 32 values whose Σx² in double is exactly halfway between two floats (2^62 + 2^38) in
+// sum_squares.h's order but for 2^8 squares: one running sum (ggml's) drops each (below half its
+// ulp) and the mean rounds to even, down; the 16 lanes gather them first, keep some, and the mean
+// rounds up. A kernel that sums in another order gives another float mean here.
+std::vector<float> order_sensitive_row() {
+  std::vector<float> x(32, std::ldexp(1.0f, 4));
+  x[0] = std::ldexp(1.0f, 31);
+  x[16] = std::ldexp(1.0f, 19);
+  return x;
+}
+
+// Every ISA's rms_norm gives the reference's bits (sum_squares.h's order), for lengths around the
+// 16-element step, rows with a wide range of magnitudes, zeros, overflowing squares and NaN, in
+// place too.
+TEST(RmsNormTest, EveryIsaEqualsReferenceBitForBit) {
+  for (int64_t dim : {1, 7, 15, 16, 17, 31, 32, 33, 64, 100, 2048, 2051}) {
+    const int64_t rows = 5;
+    auto x = random_vec(static_cast<size_t>(rows * dim), 21, 3.0f);
+    for (int64_t i = 0; i < dim; ++i) {  // row 1: magnitudes from 2^-60 to 2^60
+      x[static_cast<size_t>(dim + i)] *= std::ldexp(1.0f, static_cast<int>(i * 37 % 121) - 60);
+      x[static_cast<size_t>(2 * dim + i)] = 0.0f;  // row 2: zero (the mean is eps)
+    }
+    if (dim == 32) {  // row 0: a mean that depends on the summation order
+      const auto row = order_sensitive_row();
+      std::copy(row.begin(), row.end(), x.begin());
+    }
+    x[static_cast<size_t>(3 * dim)] = 3e30f;  // row 3: a square that overflows to inf
+    x[static_cast<size_t>(4 * dim + dim / 2)] = NAN;
+    const auto w = random_vec(static_cast<size_t>(dim), 22);
+    std::vector<float> ref(x.size());
+    cpu::reference::rms_norm(x.data(), w.data(), rows, dim, 1e-5f, ref.data());
+    for (Isa isa : supported_isas()) {
+      const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+      if (isa == Isa::kScalar || isa == Isa::kPortable) continue;  // (portable: the reference's)
+      ASSERT_NE(k.rms_norm, nullptr) << isa_name(isa);
+      std::vector<float> out(x.size(), 1.0f);
+      k.rms_norm(x.data(), w.data(), rows, dim, 1e-5f, out.data());
+      expect_same_bits(out, ref, std::string(isa_name(isa)) + " dim " + std::to_string(dim));
+      auto in_place = x;
+      k.rms_norm(in_place.data(), w.data(), rows, dim, 1e-5f, in_place.data());
+      expect_same_bits(in_place, ref, std::string(isa_name(isa)) + " in place");
+    }
+  }
+}
+
+TEST(RmsNormTest, SumSquaresFollowsItsOrder) {
+  const auto x = order_sensitive_row();
+  double lanes[cpu::kSquareLanes] = {};
+  for (size_t i = 0; i < x.size(); ++i)
+    lanes[i % 16] += static_cast<double>(x[i] * x[i]);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j)
+      lanes[j] += lanes[j + w];
+  double s[cpu::kSquareLanes] = {};
+  EXPECT_EQ(cpu::sum_squares_finish(s, x.data(), 0, static_cast<int64_t>(x.size())), lanes[0]);
+  double sequential = 0;
+  for (float v : x)
+    sequential += static_cast<double>(v * v);
+  EXPECT_NE(static_cast<float>(lanes[0] / 32), static_cast<float>(sequential / 32))
+      << "the row should tell the two orders apart";
+}
+
+TEST(AddInplaceTest, EveryIsaEqualsReference) {
+  for (int64_t n : {0, 1, 7, 8, 15, 16, 17, 33, 1001}) {
+    auto y = random_vec(static_cast<size_t>(n), 23);
+    const auto x = random_vec(static_cast<size_t>(n), 24);
+    auto ref = y;
+    cpu::reference::add_inplace(ref.data(), x.data(), n);
+    for (Isa isa : supported_isas()) {
+      const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+      if (isa == Isa::kScalar || isa == Isa::kPortable) continue;
+      ASSERT_NE(k.add_inplace, nullptr) << isa_name(isa);
+      auto out = y;
+      k.add_inplace(out.data(), x.data(), n);
+      expect_same_bits(out, ref, std::string(isa_name(isa)) + " n " + std::to_string(n));
+    }
+  }
 }
 
 TEST(SiluMulTest, MatchesFormula) {

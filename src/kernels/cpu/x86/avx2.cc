@@ -19,6 +19,7 @@
 #include "kernels/cpu/block_layouts.h"
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/softmax_exp.h"
+#include "kernels/cpu/sum_squares.h"
 #include "tensor/float16.h"
 
 #define PAGODA_X86_VNNI 0
@@ -29,6 +30,7 @@ namespace {
 // Order matters: each file uses the ones before it.
 // clang-format off
 #include "kernels/cpu/x86/x86_common.inc"
+#include "kernels/cpu/x86/x86_elementwise.inc"
 #include "kernels/cpu/x86/x86_matmul_q.inc"
 #include "kernels/cpu/x86/x86_matmul_panel.inc"
 #include "kernels/cpu/x86/x86_panel_legacy.inc"
@@ -54,6 +56,8 @@ const CpuKernels* avx2_kernels() {
     k.attention_item = &avx2::attention_item;
     k.sum_u64 = &avx2::sum_u64;
     k.silu_mul = &avx2::silu_mul;
+    k.rms_norm = &avx2::rms_norm;
+    k.add_inplace = &avx2::add_inplace;
     return k;
   }();
   return &table;

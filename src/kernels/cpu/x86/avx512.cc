@@ -35,6 +35,7 @@
 #include "kernels/cpu/block_layouts.h"
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/softmax_exp.h"
+#include "kernels/cpu/sum_squares.h"
 #include "tensor/float16.h"
 
 #define PAGODA_X86_VNNI 1
@@ -45,6 +46,7 @@ namespace {
 // Order matters: each file uses the ones before it.
 // clang-format off
 #include "kernels/cpu/x86/x86_common.inc"
+#include "kernels/cpu/x86/x86_elementwise.inc"
 #include "kernels/cpu/x86/x86_matmul_q.inc"
 #include "kernels/cpu/x86/x86_matmul_panel.inc"
 #include "kernels/cpu/x86/x86_panel_legacy.inc"
@@ -84,6 +86,8 @@ const CpuKernels* avx512_kernels() {
     k.attention_item = &avx512::attention_item;
     k.sum_u64 = &avx512::sum_u64;
     k.silu_mul = &avx512::silu_mul;
+    k.rms_norm = &avx512::rms_norm;
+    k.add_inplace = &avx512::add_inplace;
     return k;
   }();
   return &table;
