@@ -69,10 +69,11 @@ void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
   PAGODA_CHECK(num_tokens >= 0);
   check_positions(kv, block_table, positions, num_tokens);
   const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
+  const auto f16_row = cpu::active_kernels().fp32_to_f16_row;
   team_detail::for_rows(num_tokens, num_tokens * row * 4, kMinWorkPerThread,
                         team_detail::available_threads(), [&](int64_t t0, int64_t t1) {
                           cpu::reference::kv_cache_write(kv, block_table, positions + t0, t1 - t0,
-                                                         k + t0 * row, v + t0 * row);
+                                                         k + t0 * row, v + t0 * row, f16_row);
                         });
 }
 

@@ -64,6 +64,9 @@ struct CpuKernels {
                    float* y) = nullptr;
   // y[i] += x[i]. nullptr: the reference.
   void (*add_inplace)(float* y, const float* x, int64_t n) = nullptr;
+  // n floats to f16 bits, tensor::fp32_to_fp16 per element bit for bit (NaN: the quiet NaN of its
+  // sign, no payload): the f16 KV cache's row store. nullptr: the reference.
+  void (*fp32_to_f16_row)(const float* src, void* dst, int64_t n) = nullptr;
 };
 
 // The table for `isa`, or nullptr if this build does not contain that path.

@@ -17,6 +17,7 @@
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "random_data.h"
+#include "tensor/float16.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -125,6 +126,54 @@ TEST(RmsNormTest, SumSquaresFollowsItsOrder) {
     sequential += static_cast<double>(v * v);
   EXPECT_NE(static_cast<float>(lanes[0] / 32), static_cast<float>(sequential / 32))
       << "the row should tell the two orders apart";
+}
+
+// Every ISA's f16 row store (the f16 KV cache's) gives tensor::fp32_to_fp16's bits: rounding
+// ties, the largest finite value and overflow, subnormals and their rounding to zero, signed
+// zeros, infinities and NaNs with payloads (to the plain quiet NaN), for lengths around 8.
+TEST(F16RowTest, EveryIsaEqualsFp32ToFp16) {
+  auto x = random_vec(1003, 25, 100.0f);
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         65504.0f,
+                         65519.99f,
+                         65520.0f,
+                         -65520.0f,
+                         1e9f,
+                         INFINITY,
+                         -INFINITY,
+                         std::bit_cast<float>(0x7fc12345u),
+                         std::bit_cast<float>(0xff812345u),
+                         std::bit_cast<float>(0x7f800001u),
+                         6.1035156e-05f,
+                         6.0e-05f,
+                         5.9604645e-08f,
+                         2.9802322e-08f,
+                         2.9802326e-08f,
+                         -1e-7f,
+                         1e-30f,
+                         1.00048828125f,
+                         1.00146484375f,
+                         -2049.0f,
+                         2051.0f};
+  std::copy(std::begin(edges), std::end(edges), x.begin());
+  for (size_t i = 40; i < 200; ++i)  // subnormal range, every rounding case
+    x[i] = std::ldexp(x[i], -30);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9},
+                    static_cast<int64_t>(x.size())}) {
+    std::vector<uint16_t> ref(x.size(), 0xAAAA);
+    for (int64_t i = 0; i < n; ++i)
+      ref[static_cast<size_t>(i)] = tensor::fp32_to_fp16(x[static_cast<size_t>(i)]);
+    for (Isa isa : supported_isas()) {
+      const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+      if (isa == Isa::kScalar || isa == Isa::kPortable) continue;
+      ASSERT_NE(k.fp32_to_f16_row, nullptr) << isa_name(isa);
+      std::vector<uint16_t> out(x.size(), 0xAAAA);
+      k.fp32_to_f16_row(x.data(), out.data(), n);
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(out[i], ref[i]) << isa_name(isa) << " n " << n << " i " << i << " x " << x[i];
+    }
+  }
 }
 
 TEST(AddInplaceTest, EveryIsaEqualsReference) {

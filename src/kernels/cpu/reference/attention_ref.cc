@@ -60,13 +60,14 @@ void load_row(const KvLayerView& kv, const uint8_t* row, float* out) {
   }
 }
 
-void store_row(const KvLayerView& kv, uint8_t* row, const float* in) {
+void store_row(const KvLayerView& kv, uint8_t* row, const float* in,
+               void (*f16_row)(const float*, void*, int64_t)) {
   switch (kv.dtype) {
     case tensor::DType::kF32:
       quantize_row_f32(in, row, kv.head_dim);
       break;
     case tensor::DType::kF16:
-      quantize_row_f16(in, row, kv.head_dim);
+      f16_row(in, row, kv.head_dim);
       break;
     case tensor::DType::kBF16:
       quantize_row_bf16(in, row, kv.head_dim);
@@ -107,16 +108,18 @@ float dot8(const float* a, const float* b, int64_t n) {
 }  // namespace
 
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
-                    const int32_t* positions, int64_t num_tokens, const float* k, const float* v) {
+                    const int32_t* positions, int64_t num_tokens, const float* k, const float* v,
+                    void (*f16_row)(const float* src, void* dst, int64_t n)) {
   const size_t row_bytes = row_bytes_of(kv);
+  if (f16_row == nullptr) f16_row = &quantize_row_f16;
   for (int64_t t = 0; t < num_tokens; ++t) {
     const int64_t block = physical_block(kv, block_table, positions[t]);
     const int64_t slot = positions[t] % kv.block_size;
     for (int64_t h = 0; h < kv.n_kv_heads; ++h) {
       const int64_t src = (t * kv.n_kv_heads + h) * kv.head_dim;
       const size_t dst = row_offset(kv, row_bytes, block, h, slot);
-      store_row(kv, static_cast<uint8_t*>(kv.k) + dst, k + src);
-      store_row(kv, static_cast<uint8_t*>(kv.v) + dst, v + src);
+      store_row(kv, static_cast<uint8_t*>(kv.k) + dst, k + src, f16_row);
+      store_row(kv, static_cast<uint8_t*>(kv.v) + dst, v + src, f16_row);
     }
   }
 }

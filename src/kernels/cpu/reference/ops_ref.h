@@ -35,8 +35,10 @@ void add_inplace(float* y, const float* x, int64_t n);
 // The sum of p[0, n) mod 2^64 (the bandwidth probe's read loop).
 uint64_t sum_u64(const uint64_t* p, size_t n);
 
+// f16_row: converts an f16 cache row (nullptr: quantize_row_f16; an ISA's faster equal one).
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
-                    const int32_t* positions, int64_t num_tokens, const float* k, const float* v);
+                    const int32_t* positions, int64_t num_tokens, const float* k, const float* v,
+                    void (*f16_row)(const float* src, void* dst, int64_t n) = nullptr);
 // The attention math of kernels/attention.h for one work item (attention_ref.cc).
 void attention_item(const AttentionItem& item, const KvLayerView& kv,
                     const AttentionParams& params);

@@ -58,6 +58,7 @@ const CpuKernels* avx2_kernels() {
     k.silu_mul = &avx2::silu_mul;
     k.rms_norm = &avx2::rms_norm;
     k.add_inplace = &avx2::add_inplace;
+    k.fp32_to_f16_row = &avx2::fp32_to_f16_row;
     return k;
   }();
   return &table;

@@ -88,6 +88,7 @@ const CpuKernels* avx512_kernels() {
     k.silu_mul = &avx512::silu_mul;
     k.rms_norm = &avx512::rms_norm;
     k.add_inplace = &avx512::add_inplace;
+    k.fp32_to_f16_row = &avx512::fp32_to_f16_row;
     return k;
   }();
   return &table;
