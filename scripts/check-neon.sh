@@ -40,10 +40,11 @@ done
 # The runtime check: the portable matmuls and the reference they must equal.
 for src in tests/cross/portable_check.cc src/kernels/cpu/reference/vec_dot_ref.cc \
            src/kernels/cpu/reference/act_quant_ref.cc src/kernels/cpu/act_layout.cc \
-           src/base/check.cc; do
+           src/tensor/dtype.cc src/base/check.cc; do
   compile "$src"
 done
 "$cxx" -static -o "$work/portable_check" "$work/portable_check.o" "$work/portable.o" \
-  "$work/vec_dot_ref.o" "$work/act_quant_ref.o" "$work/act_layout.o" "$work/check.o"
+  "$work/vec_dot_ref.o" "$work/act_quant_ref.o" "$work/act_layout.o" "$work/dtype.o" \
+  "$work/check.o"
 "$qemu" "$work/portable_check"
 echo "check-neon: the portable kernels build for AArch64 (NEON) and equal the reference there"

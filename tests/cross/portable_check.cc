@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "kernels/cpu/act_layout.h"
 #include "kernels/cpu/block_layouts.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/reference/ops_ref.h"
+#include "tensor/dtype.h"
 #include "tensor/float16.h"
 
 namespace {
@@ -20,21 +22,6 @@ namespace {
 using pagoda::kernels::WeightView;
 using pagoda::tensor::DType;
 namespace cpu = pagoda::kernels::cpu;
-
-const char* name(DType t) {
-  switch (t) {
-    case DType::kQ4_0:
-      return "Q4_0";
-    case DType::kQ8_0:
-      return "Q8_0";
-    case DType::kQ4_K:
-      return "Q4_K";
-    case DType::kQ5_K:
-      return "Q5_K";
-    default:
-      return "Q6_K";
-  }
-}
 
 // Random blocks of `t`: random level and scale bytes, f16 super-scales of either sign.
 std::vector<uint8_t> random_weight(DType t, int64_t rows, int64_t cols, std::mt19937& rng) {
@@ -73,9 +60,11 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
   std::vector<uint8_t> acts(static_cast<size_t>(m) * l.row_bytes + 64);
   uint8_t* a = acts.data() + (64 - reinterpret_cast<uintptr_t>(acts.data()) % 64) % 64;
   cpu::reference::quantize_acts(l, x.data(), m, a);
+  const std::string_view type = pagoda::tensor::dtype_name(t);
+  const auto type_len = static_cast<int>(type.size());
   const cpu::MatmulRowsFn fn = cpu::portable_kernels()->matmul_rows(t);
   if (fn == nullptr) {
-    std::printf("portable table has no %s matmul\n", name(t));
+    std::printf("portable table has no %.*s matmul\n", type_len, type.data());
     return 1;
   }
   std::vector<float> y(static_cast<size_t>(m * rows));
@@ -87,8 +76,8 @@ int check(DType t, int64_t rows, int64_t cols, int64_t m, std::mt19937& rng) {
       const float want = cpu::reference::vec_dot(t, w.row(r), row, cols);
       const float got = y[static_cast<size_t>(i * rows + r)];
       if (std::bit_cast<uint32_t>(got) != std::bit_cast<uint32_t>(want) && bad++ < 5) {
-        std::printf("%s %lldx%lld token %lld row %lld: %.9g, reference %.9g\n", name(t),
-                    static_cast<long long>(rows), static_cast<long long>(cols),
+        std::printf("%.*s %lldx%lld token %lld row %lld: %.9g, reference %.9g\n", type_len,
+                    type.data(), static_cast<long long>(rows), static_cast<long long>(cols),
                     static_cast<long long>(i), static_cast<long long>(r), got, want);
       }
     }
