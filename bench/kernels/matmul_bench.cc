@@ -1,7 +1,10 @@
 // Matmul micro benchmarks per weight type on the active ISA (PAGODA_ISA, PAGODA_THREADS):
 //   BM_Gemv/<type>: single-token decode over a 256+ MiB set of 2048x5632 matrices (cycled so no
 //     cache holds them): bytes/s is the weight read bandwidth, to compare with BM_MemoryRead.
-//   BM_Gemm/<type>/<m>: m tokens against one 5632x2048 matrix: "GOP/s" = 2·rows·cols·m / time.
+//   BM_Gemm/<type>/<m>: m tokens against one 5632x2048 matrix (which stays in the L2/L3 caches):
+//     "GOP/s" = 2·rows·cols·m / time.
+//   BM_GemmStream/<type>/<m>: the same over a 256+ MiB set cycled like BM_Gemv's, as a model's
+//     batched decode reads its weights (from memory, once per step).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -112,21 +115,30 @@ void BM_GemvHot(benchmark::State& state) {
   set_label(state, t);
 }
 
-void BM_Gemm(benchmark::State& state) {
+// m tokens against one matrix that stays in L2/L3 (min_total_bytes 0), or cycled through a set
+// that no cache holds (BM_GemmStream: a model's batched decode, whose weights come from memory).
+void run_gemm(benchmark::State& state, size_t min_total_bytes) {
   const auto t = static_cast<DType>(state.range(0));
   const int64_t m = state.range(1);
   const int64_t rows = 5632, cols = 2048;
-  const MatrixSet& s = matrices(t, rows, cols, 0);
+  const MatrixSet& s = matrices(t, rows, cols, min_total_bytes);
   const auto x = random_acts(static_cast<size_t>(cols * m));
   std::vector<float> y(static_cast<size_t>(rows * m));
+  size_t i = 0;
   for (auto _ : state) {
-    pagoda::kernels::matmul(s.views[0], x.data(), m, y.data());
+    pagoda::kernels::matmul(s.views[i++ % s.views.size()], x.data(), m, y.data());
     benchmark::ClobberMemory();
   }
   state.counters["GOP/s"] = benchmark::Counter(
       2.0 * static_cast<double>(rows * cols * m) * static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   set_label(state, t);
+}
+void BM_Gemm(benchmark::State& state) {
+  run_gemm(state, 0);
+}
+void BM_GemmStream(benchmark::State& state) {
+  run_gemm(state, size_t{256} << 20);
 }
 
 const DType kTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
@@ -144,9 +156,17 @@ void gemm_args(benchmark::internal::Benchmark* b) {
       b->Args({static_cast<int64_t>(t), m});
 }
 
+// Batched decode's sizes, for the types with a VNNI pair GEMM.
+void gemm_stream_args(benchmark::internal::Benchmark* b) {
+  for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K})
+    for (int64_t m : {4, 16})
+      b->Args({static_cast<int64_t>(t), m});
+}
+
 BENCHMARK(BM_Gemv)->Apply(gemv_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_GemvHot)->Apply(gemv_args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gemm)->Apply(gemm_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GemmStream)->Apply(gemm_stream_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
