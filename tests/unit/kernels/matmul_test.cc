@@ -305,11 +305,12 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
   shapes.push_back({1, unit, 1});
   shapes.push_back({37, 5 * unit, 4});
   shapes.push_back({43, unit, 70});  // two token chunks (64 + 6), row tiles 8 + 8 / 8 + 8 / 8 + 3
-  // The amx GEMM: an odd number of blocks (its last block alone), two 16-token chunks and a rest
-  // of one, 5 tile pairs (a group of 4 and one more) and 3 rows past them.
+  // The amx GEMM (32 tokens or more): an odd number of blocks (its last block alone), two
+  // 16-token chunks and a rest of one, 5 tile pairs (a group of 4 and one more) and 3 rows past
+  // them.
   if (bs == 32) shapes.push_back({83, 7 * 32, 33});
-  // The amx GEMM's overlapping last chunk: 16 tokens, then tokens 11..26 (11 past the first 16).
-  shapes.push_back({37, 2 * unit, 27});
+  // The amx GEMM's overlapping last chunk: 32 tokens, then tokens 27..42 (11 past the first 32).
+  shapes.push_back({37, 2 * unit, 43});
   if (bs == 1) {
     shapes.push_back({11, 3, 2});
     shapes.push_back({9, 37, 5});
