@@ -396,6 +396,51 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
     }
 }
 
+// Weights and activations at the quantisers' extremes (most levels at the top, every sub-block's
+// scale the largest, every activation +-127): the integer sums reach their largest magnitudes, so
+// a kernel whose int16 or float partial sums lose bits there (exact only below 2^15 or 2^24)
+// differs from the reference. Every ISA, packed or not, decode and GEMM token counts.
+TEST_P(MatmulTest, ExtremeSumsEqualReferenceBitForBit) {
+  const DType t = GetParam();
+  const int64_t rows = 16, cols = 512;
+  const size_t row_bytes = *tensor::row_size_bytes(t, static_cast<uint64_t>(cols));
+  struct Pattern {
+    float lo, hi, x;  // each 32 columns' first weight lo, the rest hi; every activation x
+  };
+  for (const Pattern& p :
+       {Pattern{0, 1, 1}, Pattern{0, 1, -1}, Pattern{-1, 1, 1}, Pattern{1, -1, -1}}) {
+    std::vector<float> f(static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c)
+      f[static_cast<size_t>(c)] = c % 32 == 0 ? p.lo : p.hi;
+    std::vector<uint8_t> bytes(row_bytes * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(t, f.data(), bytes.data() + r * row_bytes, cols);
+    const WeightView w{t, rows, cols, row_bytes, bytes.data()};
+    for (const int64_t m : {1, 8, 9, 33}) {
+      const std::vector<float> x(static_cast<size_t>(m * cols), p.x);
+      std::vector<float> want(static_cast<size_t>(m * rows));
+      {
+        IsaGuard guard(Isa::kScalar);
+        matmul(w, x.data(), m, want.data(), nullptr);
+      }
+      for (Isa isa : supported_isas()) {
+        IsaGuard guard(isa);
+        const Packed packed = packed_of(w);
+        for (const WeightView* view : {&w, &packed.view}) {
+          if (view == &packed.view && view->packed == nullptr) continue;
+          std::vector<float> got(want.size(), NAN);
+          matmul(*view, x.data(), m, got.data(), nullptr);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                << isa_name(isa) << " pattern " << p.lo << "/" << p.hi << "/" << p.x << " m " << m
+                << " packed " << (view->packed != nullptr) << " output " << i << ": " << got[i]
+                << " vs " << want[i];
+        }
+      }
+    }
+  }
+}
+
 // The packed path is really taken where it exists: x86 ISAs pack every quantised type (tiles of 8
 // rows, the last one padded), the reference packs nothing; float types stay as stored.
 TEST(PackedWeightTest, X86PacksEveryQuantisedTypeAndTheReferenceNothing) {
