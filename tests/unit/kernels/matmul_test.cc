@@ -315,6 +315,10 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
     shapes.push_back({11, 3, 2});
     shapes.push_back({9, 37, 5});
     shapes.push_back({19, 1, 17});
+    // The avx512 float GEMM's K blocks (256 + 256 + 48 and a tail of 3), a row block of 16 and
+    // 5 more, tiles of 12 + 1 tokens and two token chunks.
+    shapes.push_back({21, 563, 13});
+    shapes.push_back({21, 563, 70});
   }
   uint32_t seed = 100;
   for (const auto& s : shapes) {
