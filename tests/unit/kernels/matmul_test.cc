@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "isa_guard.h"
@@ -294,6 +295,31 @@ TEST_P(MatmulTest, MatchesGgmlSemantics) {
   }
 }
 
+// matmul(w, x, m) on every ISA, from w's bytes and from its packed copy where the ISA makes one,
+// equals the scalar reference's output bit for bit (what: the case, for the failure message).
+void expect_every_isa_equals_scalar(const WeightView& w, const float* x, int64_t m,
+                                    const float* bias, const std::string& what) {
+  std::vector<float> want(static_cast<size_t>(m * w.rows));
+  {
+    IsaGuard guard(Isa::kScalar);
+    matmul(w, x, m, want.data(), bias);
+  }
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    const Packed packed = packed_of(w);
+    for (const WeightView* view : {&w, &packed.view}) {
+      if (view == &packed.view && view->packed == nullptr) continue;
+      std::vector<float> got(want.size(), NAN);
+      matmul(*view, x, m, got.data(), bias);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+            << isa_name(isa) << " " << what << " packed " << (view->packed != nullptr) << " output "
+            << i << ": " << got[i] << " vs " << want[i];
+      }
+    }
+  }
+}
+
 // Every ISA equals the scalar reference bit for bit, on odd shapes.
 TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
   const DType t = GetParam();
@@ -315,8 +341,8 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
     shapes.push_back({11, 3, 2});
     shapes.push_back({9, 37, 5});
     shapes.push_back({19, 1, 17});
-    // The avx512 float GEMM's K blocks (256 + 256 + 48 and a tail of 3), a row block of 16 and
-    // 5 more, tiles of 12 + 1 tokens and two token chunks.
+    // The avx512 float GEMM over 70 k-steps and a tail of 3: 4-row tiles (5 and one of 1 row),
+    // 12-token tiles (12 + 1), two token chunks (64 + 6).
     shapes.push_back({21, 563, 13});
     shapes.push_back({21, 563, 70});
   }
@@ -330,28 +356,11 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
     }
     const auto bias = random_vec(static_cast<size_t>(s.rows), ++seed);
     for (bool with_bias : {false, true}) {
-      const float* b = with_bias ? bias.data() : nullptr;
-      std::vector<float> want(static_cast<size_t>(s.m * s.rows));
-      {
-        IsaGuard guard(Isa::kScalar);
-        matmul(w.view, x.data(), s.m, want.data(), b);
-      }
-      for (Isa isa : supported_isas()) {
-        IsaGuard guard(isa);
-        const Packed packed = packed_of(w.view);
-        for (const WeightView* view : {&w.view, &packed.view}) {
-          if (view == &packed.view && view->packed == nullptr) continue;
-          std::vector<float> got(want.size(), NAN);
-          matmul(*view, x.data(), s.m, got.data(), b);
-          for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
-                << isa_name(isa) << " " << tensor::dtype_name(t) << " rows " << s.rows << " cols "
-                << s.cols << " m " << s.m << " bias " << with_bias << " packed "
-                << (view->packed != nullptr) << " output " << i << ": " << got[i] << " vs "
-                << want[i];
-          }
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_every_isa_equals_scalar(
+          w.view, x.data(), s.m, with_bias ? bias.data() : nullptr,
+          (::testing::Message() << tensor::dtype_name(t) << " rows " << s.rows << " cols " << s.cols
+                                << " m " << s.m << " bias " << with_bias)
+              .GetString()));
     }
   }
 }
@@ -422,25 +431,10 @@ TEST_P(MatmulTest, ExtremeSumsEqualReferenceBitForBit) {
     const WeightView w{t, rows, cols, row_bytes, bytes.data()};
     for (const int64_t m : {1, 8, 9, 33}) {
       const std::vector<float> x(static_cast<size_t>(m * cols), p.x);
-      std::vector<float> want(static_cast<size_t>(m * rows));
-      {
-        IsaGuard guard(Isa::kScalar);
-        matmul(w, x.data(), m, want.data(), nullptr);
-      }
-      for (Isa isa : supported_isas()) {
-        IsaGuard guard(isa);
-        const Packed packed = packed_of(w);
-        for (const WeightView* view : {&w, &packed.view}) {
-          if (view == &packed.view && view->packed == nullptr) continue;
-          std::vector<float> got(want.size(), NAN);
-          matmul(*view, x.data(), m, got.data(), nullptr);
-          for (size_t i = 0; i < got.size(); ++i)
-            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
-                << isa_name(isa) << " pattern " << p.lo << "/" << p.hi << "/" << p.x << " m " << m
-                << " packed " << (view->packed != nullptr) << " output " << i << ": " << got[i]
-                << " vs " << want[i];
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_every_isa_equals_scalar(
+          w, x.data(), m, nullptr,
+          (::testing::Message() << "pattern " << p.lo << "/" << p.hi << "/" << p.x << " m " << m)
+              .GetString()));
     }
   }
 }
