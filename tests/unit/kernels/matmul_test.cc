@@ -337,6 +337,10 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
   if (bs == 32) shapes.push_back({83, 7 * 32, 33});
   // The amx GEMM's overlapping last chunk: 32 tokens, then tokens 27..42 (11 past the first 32).
   shapes.push_back({37, 2 * unit, 43});
+  // Decode (1-3 tokens) over enough rows that each thread reads 4 tile pairs side by side (the
+  // stream loop's constant-count instance), then fewer, then single tiles and a short one.
+  for (int64_t m = 1; m <= 3; ++m)
+    shapes.push_back({301, unit, m});
   if (bs == 1) {
     shapes.push_back({11, 3, 2});
     shapes.push_back({9, 37, 5});
