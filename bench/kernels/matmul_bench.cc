@@ -159,7 +159,7 @@ void gemm_args(benchmark::internal::Benchmark* b) {
 // Batched decode's sizes, for the types with a VNNI pair GEMM.
 void gemm_stream_args(benchmark::internal::Benchmark* b) {
   for (DType t : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K})
-    for (int64_t m : {4, 16})
+    for (int64_t m : {4, 7, 8, 16})  // 7 and 8: either side of the streamed few-token kernels
       b->Args({static_cast<int64_t>(t), m});
 }
 

@@ -98,20 +98,20 @@ std::vector<uint8_t> pack_weight(const WeightView& w) {
   return out;
 }
 
-// Batches of at least this many tokens split rows dynamically, in chunks of kDynamicRows
-// (a multiple of the kernels' 8-row tile: 8 tiles keep the packed next-tile prefetch useful).
-constexpr int64_t kDynamicMinTokens = 4;
+// Batches of more tokens than the kernels stream as a decode (CpuKernels::decode_tokens) split
+// rows dynamically, in chunks of kDynamicRows (a multiple of the kernels' 8-row tile: 8 tiles keep
+// the packed next-tile prefetch useful).
 constexpr int64_t kDynamicRows = 64;
-// Decode (fewer tokens): each thread first streams its contiguous share of kDecodeStaticEighths/8
-// of a job's rows, then the threads share the rest in shrinking pieces (guided: a thread takes
-// 1/(2 x threads) of what is left, in whole tile pairs, at least one pair), so a thread that got
-// less of the memory bandwidth (or of its core) does less of the tail instead of keeping the
-// other waiting at the end of the region, and the last pieces are one pair each. Measured on the
-// Zen 3 VM, TinyLlama Q4_0 decode, per-step alternation in one process: 7/8 static + 32-row tail
-// 1.8-3.7% faster per token than all static; 3/4 about the same as 7/8, 1/2 and 5/8 no gain. On
-// the SPR VM (`pagoda bench`, 3 alternating rounds) guided pieces against fixed 32-row ones:
-// Q4_0 88-89 -> 90-91% of the roofline, Q8_0 95 -> 96-98%, Q4_K_M 74-77 -> 76-79%; a 3/4 static
-// share with them was no better, fixed 16-row pieces were worse.
+// Decode (up to decode_tokens tokens): each thread first streams its contiguous share of
+// kDecodeStaticEighths/8 of a job's rows, then the threads share the rest in shrinking pieces
+// (guided: a thread takes 1/(2 x threads) of what is left, in whole tile pairs, at least one pair),
+// so a thread that got less of the memory bandwidth (or of its core) does less of the tail instead
+// of keeping the other waiting at the end of the region, and the last pieces are one pair each.
+// Measured on the Zen 3 VM, TinyLlama Q4_0 decode, per-step alternation in one process: 7/8 static
+// + 32-row tail 1.8-3.7% faster per token than all static; 3/4 about the same as 7/8, 1/2 and 5/8
+// no gain. On the SPR VM (`pagoda bench`, 3 alternating rounds) guided pieces against fixed 32-row
+// ones: Q4_0 88-89 -> 90-91% of the roofline, Q8_0 95 -> 96-98%, Q4_K_M 74-77 -> 76-79%; a 3/4
+// static share with them was no better, fixed 16-row pieces were worse.
 constexpr int64_t kDecodeStaticEighths = 7;
 constexpr int64_t kDecodeMinTailRows = 16;  // one tile pair (decode_pair's unit)
 
@@ -146,6 +146,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   size_t num_layouts = 0, bytes = 0;
   bool any_grouped = false;
   int64_t work = 0, rows_total = 0;
+  int64_t decode_tokens = INT64_MAX;  // the fewest any job's kernel streams as a decode
   for (size_t j = 0; j < jobs.size(); ++j) {
     const WeightView& w = *jobs[j].w;
     check_weight(w);
@@ -165,6 +166,8 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
     job_layout[j] = li;
     fns[j] = k.matmul_rows(w.dtype);
     if (fns[j] == nullptr) fns[j] = &cpu::reference::matmul_rows;
+    decode_tokens = std::min(decode_tokens,
+                             k.decode_tokens != nullptr ? k.decode_tokens(w) : cpu::kDecodeTokens);
     work += w.rows * std::max<int64_t>(cols, 1) * m;
     rows_total += w.rows;
   }
@@ -242,7 +245,7 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
     t.wrote_all();
     if (ith >= n) return;
     std::atomic<int64_t>& next_item = shared.counters[0];
-    if (m < kDynamicMinTokens) {
+    if (m <= decode_tokens) {
       for (size_t j = 0; j < jobs.size(); ++j) {
         // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit):
         // decode is memory-bound, and one sequential stream per thread reads fastest.

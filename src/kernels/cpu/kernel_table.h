@@ -34,6 +34,9 @@ struct AttentionItem {
   std::span<const int32_t> block_table;
 };
 
+// Without CpuKernels::decode_tokens: the tokens up to which a matmul counts as a decode.
+constexpr int64_t kDecodeTokens = 3;
+
 struct CpuKernels {
   Isa isa = Isa::kScalar;
   // Converts m rows of x (l.n floats each, contiguous) into dst (rows l.row_bytes apart).
@@ -51,6 +54,11 @@ struct CpuKernels {
   bool reads_packed = false;
   // The matmul kernel for a weight type, or nullptr for "use the reference".
   MatmulRowsFn (*matmul_rows)(tensor::DType weight) = nullptr;
+  // The most tokens for which matmul_rows reads weight w as decode does (each weight block once
+  // from memory, memory-bound), at least 1. The op front gives each thread one contiguous share
+  // of such a matmul's rows: the small chunks it deals out to compute-bound batches would cut
+  // those streams short. nullptr: kDecodeTokens.
+  int64_t (*decode_tokens)(const WeightView& w) = nullptr;
   // Attention for one item (see attention.h for the math). nullptr: use the reference.
   void (*attention_item)(const AttentionItem& item, const KvLayerView& kv,
                          const AttentionParams& params) = nullptr;

@@ -83,6 +83,7 @@ const CpuKernels* avx512_kernels() {
     k.group_acts = &avx512::group_acts;
     k.reads_packed = true;
     k.matmul_rows = &avx512::matmul_for;
+    k.decode_tokens = &avx512::decode_tokens;
     k.attention_item = &avx512::attention_item;
     k.sum_u64 = &avx512::sum_u64;
     k.silu_mul = &avx512::silu_mul;
