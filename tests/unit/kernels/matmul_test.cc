@@ -337,9 +337,10 @@ TEST_P(MatmulTest, EveryIsaEqualsReferenceBitForBit) {
   if (bs == 32) shapes.push_back({83, 7 * 32, 33});
   // The amx GEMM's overlapping last chunk: 32 tokens, then tokens 27..42 (11 past the first 32).
   shapes.push_back({37, 2 * unit, 43});
-  // Decode (1-3 tokens) over enough rows that each thread reads 4 tile pairs side by side (the
-  // stream loop's constant-count instance), then fewer, then single tiles and a short one.
-  for (int64_t m = 1; m <= 3; ++m)
+  // Decode and the few-token batches streamed like it (1-7 tokens) over enough rows that each
+  // thread reads 4 tile pairs side by side (the stream loop's constant-count instance), then
+  // fewer, then single tiles and a short one.
+  for (int64_t m = 1; m <= 7; ++m)
     shapes.push_back({301, unit, m});
   if (bs == 1) {
     shapes.push_back({11, 3, 2});
@@ -376,9 +377,9 @@ TEST_P(MatmulTest, BatchedEqualsAloneBitForBit) {
   const int64_t rows = 130;
   const Weight w = make_weight(t, rows, cols, 11);
   const auto bias = random_vec(static_cast<size_t>(rows), 13);
-  // Multi-threaded, several token tiles; 137: two GEMM token chunks (128), 8-token groups in
-  // both, and a tail of one.
-  for (const int64_t m : {9, 137})
+  // Multi-threaded, several token tiles; 5: streamed like a decode; 137: two GEMM token chunks
+  // (128), 8-token groups in both, and a tail of one.
+  for (const int64_t m : {5, 9, 137})
     for (Isa isa : supported_isas()) {
       IsaGuard guard(isa);
       SCOPED_TRACE(::testing::Message() << "m " << m);
