@@ -56,7 +56,7 @@ $(FUZZ_DIR)/build.ninja:
 	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_FLAGS)
 
 test-fuzz: deps-test $(FUZZ_DIR)/build.ninja
-	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
 	scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 format:

@@ -92,7 +92,8 @@ function(pagoda_test name)
 endfunction()
 
 # pagoda_fuzz_target(NAME SOURCES <files> DEPS <libs> [CORPUS dir])
-# Built only when PAGODA_FUZZ is ON (clang). `make test` runs each for a bounded time.
+# Built only when PAGODA_FUZZ is ON (clang), as a dependency of the `fuzz_targets` target (tests/fuzz),
+# which `make test-fuzz` builds instead of everything. `make test` runs each for a bounded time.
 function(pagoda_fuzz_target name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   if(NOT PAGODA_FUZZ)
@@ -103,4 +104,5 @@ function(pagoda_fuzz_target name)
                                              ${CMAKE_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  add_dependencies(fuzz_targets ${name})
 endfunction()
