@@ -54,10 +54,11 @@ struct CpuKernels {
   bool reads_packed = false;
   // The matmul kernel for a weight type, or nullptr for "use the reference".
   MatmulRowsFn (*matmul_rows)(tensor::DType weight) = nullptr;
-  // The most tokens for which matmul_rows reads weight w as decode does (each weight block once
-  // from memory, memory-bound), at least 1. The op front gives each thread one contiguous share
-  // of such a matmul's rows: the small chunks it deals out to compute-bound batches would cut
-  // those streams short. nullptr: kDecodeTokens.
+  // The most tokens for which the op front splits a matmul over weight w as it does a decode's,
+  // at least 1: each thread one contiguous share of the rows (one stream through the weight,
+  // which matmul_rows reads once from memory), then shrinking tail pieces, rather than the small
+  // chunks it deals out to compute-bound batches, which cut those streams short. nullptr:
+  // kDecodeTokens.
   int64_t (*decode_tokens)(const WeightView& w) = nullptr;
   // Attention for one item (see attention.h for the math). nullptr: use the reference.
   void (*attention_item)(const AttentionItem& item, const KvLayerView& kv,

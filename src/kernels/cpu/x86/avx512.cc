@@ -101,6 +101,7 @@ const CpuKernels* amx_kernels() {
     k.group_acts_bytes = &avx512::group_acts_bytes_amx;
     k.group_acts = &avx512::group_acts_amx;
     k.matmul_rows = &avx512::matmul_for_amx;
+    k.decode_tokens = &avx512::decode_tokens_amx;
     return k;
   }();
   return &table;
