@@ -76,7 +76,8 @@ void BM_AttentionDecode(benchmark::State& state) {
                                       out.data() + i * kHeads * kHeadDim, pos.data() + i, 1,
                                       s.tables[static_cast<size_t>(i)]});
   }
-  const AttentionParams params{kHeads, 0.125f};
+  AttentionParams params{kHeads, 0.125f};
+  params.online_softmax = state.range(3) != 0;
   for (auto _ : state) {
     pagoda::kernels::paged_attention_batch(batch, s.view, params);
     benchmark::ClobberMemory();
@@ -86,7 +87,8 @@ void BM_AttentionDecode(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * seqs),
                                                benchmark::Counter::kIsRate);
   state.SetLabel(std::string(pagoda::kernels::isa_name(pagoda::kernels::active_isa())) + " " +
-                 std::string(pagoda::tensor::dtype_name(s.view.dtype)));
+                 std::string(pagoda::tensor::dtype_name(s.view.dtype)) +
+                 (params.online_softmax ? " online" : " exact"));
 }
 
 void BM_AttentionPrefill(benchmark::State& state) {
@@ -96,7 +98,8 @@ void BM_AttentionPrefill(benchmark::State& state) {
   std::vector<float> out(q.size());
   std::vector<int32_t> pos(static_cast<size_t>(tokens));
   std::iota(pos.begin(), pos.end(), 0);
-  const AttentionParams params{kHeads, 0.125f};
+  AttentionParams params{kHeads, 0.125f};
+  params.online_softmax = state.range(1) != 0;
   for (auto _ : state) {
     pagoda::kernels::paged_attention(q.data(), tokens, pos.data(), s.view, s.tables[0], params,
                                      out.data());
@@ -104,14 +107,19 @@ void BM_AttentionPrefill(benchmark::State& state) {
   }
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations() * tokens),
                                                benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(pagoda::kernels::isa_name(pagoda::kernels::active_isa())));
+  state.SetLabel(std::string(pagoda::kernels::isa_name(pagoda::kernels::active_isa())) +
+                 (params.online_softmax ? " online" : " exact"));
 }
 
+// Args: context, sequences, cache type (0 F16, 1 BF16, 2 Q8_0), online softmax (0 exact, 1 online).
 BENCHMARK(BM_AttentionDecode)
-    ->ArgsProduct({{64, 512, 4096}, {1}, {0, 1, 2}})
-    ->ArgsProduct({{512}, {16}, {0, 1, 2}})
+    ->ArgsProduct({{64, 512, 4096}, {1}, {0, 1, 2}, {0, 1}})
+    ->ArgsProduct({{512}, {16}, {0, 1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_AttentionPrefill)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionPrefill)
+    ->ArgsProduct({{512}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

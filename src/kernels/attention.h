@@ -42,6 +42,9 @@ void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
 struct AttentionParams {
   int32_t n_heads = 0;  // query heads; a multiple of kv.n_kv_heads (GQA/MQA)
   float scale = 1;      // usually 1/sqrt(head_dim)
+  // The flash-style online softmax (below) instead of the exact one: one walk over the KV blocks,
+  // a block's scores at a time.
+  bool online_softmax = false;
 };
 
 // The attention math (ggml's attention without flash-attn, llama.cpp's default: the cache acts as
@@ -57,6 +60,11 @@ struct AttentionParams {
 //          is read the way ggml's CPU flash attention reads it: each row converted to float and
 //          accumulated in f32)
 //   out  = Σ_j p'_j V_j
+// With online_softmax (flash-style, as ggml's flash attention and vLLM's kernels compute it): one
+// walk over the KV blocks with a running max M and sum L; per block, with M' the max raised to
+// the block's scores and a = exp(M - M'): e_j = exp(s_j - M'), L = L·a + Σ e_j, out = out·a +
+// Σ_j round(e_j) V_j; at the end out / L. The same function of the inputs, rounded differently
+// (e_j is rounded to the cache type before the division by L); only a block's scores are held.
 // Query head h reads KV head h / (n_heads / n_kv_heads). Each (token, head) is independent and
 // computed in a fixed order, so results do not depend on how tokens or sequences are batched, and
 // every ISA gives the same bits. Work is tiled by KV block (each block of a KV head is read once

@@ -2,7 +2,8 @@
 // on an unpaged copy of K/V): shuffled block tables with other data in the unused blocks, GQA
 // ratios 1/2/4 and MQA, block sizes that do and do not divide the context, prefill chunks and
 // single-token decode, f32, f16, bf16 and q8_0 caches (the q8_0 oracle quantises rows itself, the
-// way ggml's quantize_row_q8_0_ref does). Every ISA path must give the reference's bits.
+// way ggml's quantize_row_q8_0_ref does), the exact and the online softmax. Every ISA path must
+// give the reference's bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,15 +100,18 @@ DType prob_type(DType dtype) {
 }
 
 // Dense causal attention over K/V [context, n_kv_heads, head_dim] with the semantics of
-// attention.h: q (already converted by the caller) and the normalised probabilities are rounded to
-// prob_type(dtype) (as ggml does when the cache is f16), everything else in double. `slack` gets,
-// per output, the error a rounding of a probability that sits within 1e-6 of a half-way point could
-// add (the kernel's float probability may round the other way there).
+// attention.h: q (already converted by the caller) and the probabilities are rounded to
+// prob_type(dtype) (as ggml does when the cache is f16), everything else in double. The exact
+// softmax rounds the normalised probabilities; the online one rounds each e_j = exp(s_j - M_b) as
+// it meets it, M_b the running max up to the end of key j's KV block (keys [b * block_size, (b +
+// 1) * block_size)), and scales it by exp(M_b - M) / L later. `slack` gets, per output, the error
+// a rounding of a probability that sits within 1e-6 of a half-way point could add (the kernel's
+// float probability may round the other way there).
 std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
                                     const std::vector<int32_t>& pos, const std::vector<float>& k,
                                     const std::vector<float>& v, int64_t n_heads,
-                                    int64_t n_kv_heads, int64_t head_dim, double scale,
-                                    std::vector<double>* slack) {
+                                    int64_t n_kv_heads, int64_t head_dim, int64_t block_size,
+                                    bool online, double scale, std::vector<double>* slack) {
   const int64_t num_tokens = static_cast<int64_t>(pos.size());
   std::vector<double> out(static_cast<size_t>(num_tokens * n_heads * head_dim));
   slack->assign(out.size(), 0);
@@ -115,7 +119,7 @@ std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
     for (int64_t h = 0; h < n_heads; ++h) {
       const int64_t kvh = h / (n_heads / n_kv_heads);
       const int64_t n = pos[t] + 1;
-      std::vector<double> s(static_cast<size_t>(n));
+      std::vector<double> s(static_cast<size_t>(n)), running(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j) {
         double dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
@@ -124,19 +128,29 @@ std::vector<double> dense_attention(DType dtype, const std::vector<float>& q,
         }
         s[j] = dot * scale;
       }
-      const double mx = *std::max_element(s.begin(), s.end());
+      double mx = -INFINITY;
+      for (int64_t b = 0; b < n; b += block_size) {  // the running max after each block
+        const int64_t e = std::min(n, b + block_size);
+        for (int64_t j = b; j < e; ++j)
+          mx = std::max(mx, s[j]);
+        for (int64_t j = b; j < e; ++j)
+          running[j] = mx;
+      }
+      if (!online) std::fill(running.begin(), running.end(), mx);
       double sum = 0;
-      for (auto& x : s)
-        sum += (x = std::exp(x - mx));
+      for (int64_t j = 0; j < n; ++j)
+        sum += std::exp(s[j] - mx);
       std::vector<double> p(static_cast<size_t>(n)), ulp(static_cast<size_t>(n), 0.0);
+      const DType pt = prob_type(dtype);
       for (int64_t j = 0; j < n; ++j) {
-        const double exact = s[j] / sum;
-        const DType pt = prob_type(dtype);
-        p[j] = stored(pt, static_cast<float>(exact));
+        // What is rounded, and the factor it takes later.
+        const double e = online ? std::exp(s[j] - running[j]) : std::exp(s[j] - mx) / sum;
+        const double later = online ? std::exp(running[j] - mx) / sum : 1.0;
+        p[j] = stored(pt, static_cast<float>(e)) * later;
         if (pt != DType::kF32) {
-          const double lo = stored(pt, static_cast<float>(exact * (1 - 1e-6)));
-          const double hi = stored(pt, static_cast<float>(exact * (1 + 1e-6)));
-          ulp[j] = hi - lo;  // 0 unless a half-way point is within reach
+          const double lo = stored(pt, static_cast<float>(e * (1 - 1e-6)));
+          const double hi = stored(pt, static_cast<float>(e * (1 + 1e-6)));
+          ulp[j] = (hi - lo) * later;  // 0 unless a half-way point is within reach
         }
       }
       for (int64_t d = 0; d < head_dim; ++d) {
@@ -183,56 +197,60 @@ TEST_P(PagedAttentionTest, MatchesDenseCausalAttention) {
 
   const std::vector<int32_t> pos(all_pos.begin() + history, all_pos.end());
   const auto q = random_vec(static_cast<size_t>(c.num_new) * c.n_heads * c.head_dim, rng);
-  const AttentionParams params{c.n_heads, 1.0f / std::sqrt(float(c.head_dim))};
-  std::vector<float> out(q.size(), NAN);
-  paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
-                  out.data());
-
   round_rows(c.dtype, k, c.head_dim);
   round_rows(c.dtype, v, c.head_dim);
   std::vector<float> q_conv = q;  // q in the cache type's vec-dot type
   round_rows(c.dtype, q_conv, c.head_dim);
-  std::vector<double> slack;
-  const auto expected = dense_attention(c.dtype, q_conv, pos, k, v, c.n_heads, c.n_kv_heads,
-                                        c.head_dim, params.scale, &slack);
-  // f32 accumulation of a q8_0 score sums head_dim / 32 scaled block products: a little more
-  // rounding than the plain dot.
-  const double tol = c.dtype == DType::kQ8_0 ? 4e-6 : 1e-6;
-  double worst = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    ASSERT_NEAR(out[i], expected[i], tol * (1 + std::fabs(expected[i])) + slack[i])
-        << "element " << i;
-    worst = std::max(worst, std::fabs(out[i] - expected[i]));
-  }
-  RecordProperty("worst_abs_error", std::to_string(worst));
+  for (const bool online : {false, true}) {
+    SCOPED_TRACE(online ? "online softmax" : "exact softmax");
+    AttentionParams params{c.n_heads, 1.0f / std::sqrt(float(c.head_dim))};
+    params.online_softmax = online;
+    std::vector<float> out(q.size(), NAN);
+    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                    out.data());
 
-  // Every ISA path computes the reference's operations in the same order: identical bits.
-  std::vector<float> want(out.size());
-  {
-    IsaGuard guard(Isa::kScalar);
-    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
-                    want.data());
-  }
-  for (Isa isa : supported_isas()) {
-    IsaGuard guard(isa);
-    std::vector<float> got(out.size(), NAN);
-    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
-                    got.data());
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
-          << isa_name(isa) << " element " << i << ": " << got[i] << " vs " << want[i];
+    std::vector<double> slack;
+    const auto expected = dense_attention(c.dtype, q_conv, pos, k, v, c.n_heads, c.n_kv_heads,
+                                          c.head_dim, c.block_size, online, params.scale, &slack);
+    // f32 accumulation of a q8_0 score sums head_dim / 32 scaled block products: a little more
+    // rounding than the plain dot.
+    const double tol = c.dtype == DType::kQ8_0 ? 4e-6 : 1e-6;
+    double worst = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_NEAR(out[i], expected[i], tol * (1 + std::fabs(expected[i])) + slack[i])
+          << "element " << i;
+      worst = std::max(worst, std::fabs(out[i] - expected[i]));
     }
-  }
+    RecordProperty(online ? "worst_abs_error_online" : "worst_abs_error", std::to_string(worst));
 
-  // Each query token is independent: computing them one at a time gives the same bits.
-  for (int64_t t = 0; t < c.num_new; ++t) {
-    std::vector<float> alone(static_cast<size_t>(c.n_heads * c.head_dim));
-    paged_attention(q.data() + t * c.n_heads * c.head_dim, 1, pos.data() + t, cache.view,
-                    cache.block_table, params, alone.data());
-    ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * c.n_heads * c.head_dim,
-                          alone.size() * sizeof(float)),
-              0)
-        << "token " << t;
+    // Every ISA path computes the reference's operations in the same order: identical bits.
+    std::vector<float> want(out.size());
+    {
+      IsaGuard guard(Isa::kScalar);
+      paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                      want.data());
+    }
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      std::vector<float> got(out.size(), NAN);
+      paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                      got.data());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+            << isa_name(isa) << " element " << i << ": " << got[i] << " vs " << want[i];
+      }
+    }
+
+    // Each query token is independent: computing them one at a time gives the same bits.
+    for (int64_t t = 0; t < c.num_new; ++t) {
+      std::vector<float> alone(static_cast<size_t>(c.n_heads * c.head_dim));
+      paged_attention(q.data() + t * c.n_heads * c.head_dim, 1, pos.data() + t, cache.view,
+                      cache.block_table, params, alone.data());
+      ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * c.n_heads * c.head_dim,
+                            alone.size() * sizeof(float)),
+                0)
+          << "token " << t;
+    }
   }
 }
 
@@ -293,26 +311,29 @@ TEST(PagedAttentionBatchTest, EqualsOneCallPerSequence) {
       positions.emplace_back(all.end() - news[i], all.end());
       qs.push_back(random_vec(static_cast<size_t>(news[i] * n_heads * hd), rng));
     }
-    const AttentionParams params{n_heads, 0.125f};
-    for (Isa isa : supported_isas()) {
-      IsaGuard guard(isa);
-      std::vector<std::vector<float>> batched(contexts.size()), single(contexts.size());
-      std::vector<AttentionSequence> seqs;
-      for (size_t i = 0; i < contexts.size(); ++i) {
-        batched[i].assign(qs[i].size(), NAN);
-        single[i].assign(qs[i].size(), NAN);
-        seqs.push_back(AttentionSequence{qs[i].data(), batched[i].data(), positions[i].data(),
-                                         news[i], tables[i]});
-        paged_attention(qs[i].data(), news[i], positions[i].data(), cache.view, tables[i], params,
-                        single[i].data());
+    for (const bool online : {false, true})
+      for (Isa isa : supported_isas()) {
+        AttentionParams params{n_heads, 0.125f};
+        params.online_softmax = online;
+        IsaGuard guard(isa);
+        std::vector<std::vector<float>> batched(contexts.size()), single(contexts.size());
+        std::vector<AttentionSequence> seqs;
+        for (size_t i = 0; i < contexts.size(); ++i) {
+          batched[i].assign(qs[i].size(), NAN);
+          single[i].assign(qs[i].size(), NAN);
+          seqs.push_back(AttentionSequence{qs[i].data(), batched[i].data(), positions[i].data(),
+                                           news[i], tables[i]});
+          paged_attention(qs[i].data(), news[i], positions[i].data(), cache.view, tables[i], params,
+                          single[i].data());
+        }
+        paged_attention_batch(seqs, cache.view, params);
+        for (size_t i = 0; i < contexts.size(); ++i) {
+          EXPECT_EQ(
+              std::memcmp(batched[i].data(), single[i].data(), batched[i].size() * sizeof(float)),
+              0)
+              << isa_name(isa) << " sequence " << i << (online ? " online" : " exact");
+        }
       }
-      paged_attention_batch(seqs, cache.view, params);
-      for (size_t i = 0; i < contexts.size(); ++i) {
-        EXPECT_EQ(
-            std::memcmp(batched[i].data(), single[i].data(), batched[i].size() * sizeof(float)), 0)
-            << isa_name(isa) << " sequence " << i;
-      }
-    }
   }
 }
 

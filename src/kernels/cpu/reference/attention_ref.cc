@@ -1,7 +1,8 @@
 // Reference paged attention (the math in kernels/attention.h), one (token, query head) row at a
-// time: scores over the sequence's KV blocks through the block table, softmax, probabilities
-// rounded to the cache type, then the weighted sum of V. The float operations and their order
-// are fixed here and reproduced by every SIMD path:
+// time over the sequence's KV blocks through the block table, with the exact softmax (all scores,
+// then the probabilities normalised) or, with AttentionParams::online_softmax, flash-style: one
+// walk with a running max, the sum and the output rescaled when it grows. The float operations
+// and their order are fixed here and reproduced by every SIMD path:
 //   f32/f16/bf16 caches:
 //     q'  = q rounded to the cache type
 //     s_j = dot8(q', K_j) * scale   (dot8: eight lanes, lane i takes d ≡ i mod 8 with fma, then
@@ -11,14 +12,21 @@
 //     q'  = q quantised to Q8_0 (an activation row, act_layout.h)
 //     s_j = vec_dot(Q8_0: K_j, q') * scale  (vec_dot_ref.cc: acc = fma(float(isum_b), dk_b * dq_b,
 //                                             acc) over the 32-blocks b in order)
-//   M     = max_j s_j;  e_j = softmax_exp(s_j - M)
-//   L     = four double lanes (lane i takes j ≡ i mod 4), (l0 + l2) + (l1 + l3), then the tail
-//   p'_j  = round_to_cache_type(e_j * float(1 / L))   (f16, bf16; f32 and q8_0 keep the float)
-//   out_d = fma over j in order: acc_d = fma(p'_j, V_jd, acc_d), V_jd read as float (q8_0:
-//           float(q) * d, ggml's dequantize_row_q8_0)
+//   Σe    = four double lanes (key i of the keys summed into lane i mod 4), (l0 + l2) + (l1 +
+//           l3), then the tail keys in order
+//   V_jd is read as float (q8_0: float(q) * d, ggml's dequantize_row_q8_0); round() rounds to the
+//   cache type (f16, bf16; f32 and q8_0 keep the float).
+//   exact:  M = max_j s_j;  e_j = softmax_exp(s_j - M);  L = Σe over all keys
+//           p'_j = round(e_j * float(1 / L));  out_d = fma over j in order: acc_d = fma(p'_j,
+//           V_jd, acc_d)
+//   online: from M = -inf, L = 0 (double), acc_d = 0, per KV block (its keys j in order):
+//             M' = max(M, s_j over the block) (in order);  a = softmax_exp(M - M')
+//             e_j = softmax_exp(s_j - M');  L = L * double(a) + Σe over the block's keys
+//             acc_d = acc_d * a, then acc_d = fma(round(e_j), V_jd, acc_d) over the block's j
+//             M = M'
+//           out_d = acc_d * float(1 / L)
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "base/check.h"
@@ -105,6 +113,18 @@ float dot8(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// Σ x[i] for i < n as four double lanes (i mod 4), (l0 + l2) + (l1 + l3), then the tail in order.
+double lane_sum(const float* x, int64_t n) {
+  double lane[4] = {0, 0, 0, 0};
+  const int64_t main = n - n % 4;
+  for (int64_t i = 0; i < main; ++i)
+    lane[i % 4] += x[i];
+  double sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+  for (int64_t i = main; i < n; ++i)
+    sum += x[i];
+  return sum;
+}
+
 }  // namespace
 
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
@@ -128,6 +148,7 @@ void attention_item(const AttentionItem& item, const KvLayerView& kv,
                     const AttentionParams& params) {
   const int64_t head_dim = kv.head_dim;
   const int64_t group = params.n_heads / kv.n_kv_heads;
+  const int64_t bs = kv.block_size;
   const size_t row_bytes = row_bytes_of(kv);
   const bool q8 = kv.dtype == tensor::DType::kQ8_0;
   const auto* kbase = static_cast<const uint8_t*>(kv.k);
@@ -138,9 +159,33 @@ void attention_item(const AttentionItem& item, const KvLayerView& kv,
   auto* q8_bytes = reinterpret_cast<uint8_t*>(q8_row.data());
   std::vector<float> qr(static_cast<size_t>(head_dim)), kv_row(static_cast<size_t>(head_dim));
   std::vector<float> acc(static_cast<size_t>(head_dim)), scores;
+  // The offset of key j's row in a cache array.
+  const auto row_of = [&](int64_t j) {
+    return row_offset(kv, row_bytes, physical_block(kv, item.block_table, j), item.kv_head, j % bs);
+  };
+  const auto score = [&](int64_t j) {
+    float dot;
+    if (q8) {
+      dot = vec_dot(tensor::DType::kQ8_0, kbase + row_of(j), act_row(ql, q8_bytes), head_dim);
+    } else {
+      load_row(kv, kbase + row_of(j), kv_row.data());
+      dot = dot8(qr.data(), kv_row.data(), head_dim);
+    }
+    return dot * params.scale;
+  };
+  // acc_d = fma(round(p[i]), V_{j0 + i, d}, acc_d) for i < count in order.
+  const auto add_values = [&](int64_t j0, int64_t count, const float* p) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float pr = round_to_cache(kv, p[i]);
+      load_row(kv, vbase + row_of(j0 + i), kv_row.data());
+      for (int64_t d = 0; d < head_dim; ++d)
+        acc[static_cast<size_t>(d)] =
+            std::fma(pr, kv_row[static_cast<size_t>(d)], acc[static_cast<size_t>(d)]);
+    }
+  };
   for (int64_t t = 0; t < item.num_tokens; ++t) {
     const int64_t n = static_cast<int64_t>(item.positions[t]) + 1;
-    scores.resize(static_cast<size_t>(n));
+    scores.resize(static_cast<size_t>(params.online_softmax ? bs : n));
     for (int64_t g = 0; g < group; ++g) {
       const int64_t row = t * params.n_heads + item.kv_head * group + g;
       const float* q = item.q + row * head_dim;
@@ -150,44 +195,44 @@ void attention_item(const AttentionItem& item, const KvLayerView& kv,
         for (int64_t d = 0; d < head_dim; ++d)
           qr[static_cast<size_t>(d)] = round_to_cache(kv, q[d]);
       }
-      float max = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t block = physical_block(kv, item.block_table, j);
-        const uint8_t* krow =
-            kbase + row_offset(kv, row_bytes, block, item.kv_head, j % kv.block_size);
-        float dot;
-        if (q8) {
-          dot = vec_dot(tensor::DType::kQ8_0, krow, act_row(ql, q8_bytes), head_dim);
-        } else {
-          load_row(kv, krow, kv_row.data());
-          dot = dot8(qr.data(), kv_row.data(), head_dim);
-        }
-        const float s = dot * params.scale;
-        scores[static_cast<size_t>(j)] = s;
-        max = std::max(max, s);
-      }
-      double lane[4] = {0, 0, 0, 0};
-      const int64_t main = n - n % 4;
-      for (int64_t j = 0; j < n; ++j) {
-        const float e = softmax_exp(scores[static_cast<size_t>(j)] - max);
-        scores[static_cast<size_t>(j)] = e;
-        if (j < main) lane[j % 4] += e;
-      }
-      double sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
-      for (int64_t j = main; j < n; ++j)
-        sum += scores[static_cast<size_t>(j)];
-      const auto inv = static_cast<float>(1.0 / sum);
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float p = round_to_cache(kv, scores[static_cast<size_t>(j)] * inv);
-        const int64_t block = physical_block(kv, item.block_table, j);
-        load_row(kv, vbase + row_offset(kv, row_bytes, block, item.kv_head, j % kv.block_size),
-                 kv_row.data());
-        for (int64_t d = 0; d < head_dim; ++d)
-          acc[static_cast<size_t>(d)] =
-              std::fma(p, kv_row[static_cast<size_t>(d)], acc[static_cast<size_t>(d)]);
+      float inv = 1;
+      if (!params.online_softmax) {
+        float max = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          scores[static_cast<size_t>(j)] = score(j);
+          max = std::max(max, scores[static_cast<size_t>(j)]);
+        }
+        for (float& x : scores)
+          x = softmax_exp(x - max);
+        const auto scale = static_cast<float>(1.0 / lane_sum(scores.data(), n));
+        for (float& x : scores)
+          x = x * scale;
+        add_values(0, n, scores.data());
+      } else {
+        float max = -INFINITY;
+        double sum = 0;
+        for (int64_t start = 0; start < n; start += bs) {
+          const int64_t count = std::min(bs, n - start);
+          float block_max = max;
+          for (int64_t i = 0; i < count; ++i) {
+            scores[static_cast<size_t>(i)] = score(start + i);
+            block_max = std::max(block_max, scores[static_cast<size_t>(i)]);
+          }
+          const float a = softmax_exp(max - block_max);
+          for (int64_t i = 0; i < count; ++i)
+            scores[static_cast<size_t>(i)] =
+                softmax_exp(scores[static_cast<size_t>(i)] - block_max);
+          sum = sum * static_cast<double>(a) + lane_sum(scores.data(), count);
+          for (float& x : acc)
+            x = x * a;
+          add_values(start, count, scores.data());
+          max = block_max;
+        }
+        inv = static_cast<float>(1.0 / sum);
       }
-      std::memcpy(item.out + row * head_dim, acc.data(), sizeof(float) * head_dim);
+      for (int64_t d = 0; d < head_dim; ++d)
+        item.out[row * head_dim + d] = acc[static_cast<size_t>(d)] * inv;
     }
   }
 }
