@@ -119,7 +119,7 @@ struct Run {
 };
 
 Result<Run> run_once(model::Model& model, runner::KvStorage& kv, int32_t num_seqs,
-                     int32_t prompt_len, int32_t steps, std::mt19937& rng) {
+                     int32_t prompt_len, int32_t steps, bool flash_attention, std::mt19937& rng) {
   const auto& c = model.config();
   const int32_t bs = kv.block_size();
   const int32_t max_len = prompt_len + steps;
@@ -140,7 +140,7 @@ Result<Run> run_once(model::Model& model, runner::KvStorage& kv, int32_t num_seq
     std::iota(positions.begin(), positions.end(), 0);
     model::SequenceSlice slice{0, prompt_len, tables[static_cast<size_t>(s)]};
     const int32_t last = prompt_len - 1;
-    model::ForwardBatch batch{tokens, positions, {&slice, 1}, {&last, 1}};
+    model::ForwardBatch batch{tokens, positions, {&slice, 1}, {&last, 1}, flash_attention};
     logits.resize(static_cast<size_t>(c.vocab_size));
     const auto t0 = Clock::now();
     PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
@@ -159,7 +159,7 @@ Result<Run> run_once(model::Model& model, runner::KvStorage& kv, int32_t num_seq
       positions[static_cast<size_t>(s)] = prompt_len + step;
       slices[static_cast<size_t>(s)] = {s, 1, tables[static_cast<size_t>(s)]};
     }
-    model::ForwardBatch batch{tokens, positions, slices, rows};
+    model::ForwardBatch batch{tokens, positions, slices, rows, flash_attention};
     PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
   }
   run.decode_s = seconds_since(t0);
@@ -182,7 +182,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
   struct Opts {
     std::string model, batches = "1,4,16";
     int32_t prompt_len = 512, gen_len = 128, threads = 0, repeats = 3;
-    bool json = false;
+    bool json = false, flash_attn = false;
     std::string kv_cache_dtype = "f16";
   };
   auto opts = std::make_shared<Opts>();
@@ -199,6 +199,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f16 | bf16 | q8_0 | f32");
+  cmd->add_flag(
+      "--flash-attn", opts->flash_attn,
+      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
   cmd->add_flag("--json", opts->json, "Print JSON");
   cmd->callback([cmd, opts, &action] {
     if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`
@@ -244,7 +247,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
       std::vector<double> prefill, decode1, bandwidth, percent;
       for (int r = 0; r < opts->repeats; ++r) {
         const double gbs = probe->measure(3);
-        auto run = run_once(m, *kv, 1, opts->prompt_len, opts->gen_len, rng);
+        auto run = run_once(m, *kv, 1, opts->prompt_len, opts->gen_len, opts->flash_attn, rng);
         if (!run.ok()) return fail(run.status().message());
         prefill.push_back(opts->prompt_len / run->prefill_s);
         decode1.push_back(opts->gen_len / run->decode_s);
@@ -260,6 +263,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
       out["isa"] = std::string(kernels::isa_name(kernels::active_isa()));
       out["threads"] = kernels::num_threads();
       out["kv_cache_dtype"] = std::string(tensor::dtype_name(*kv_dtype));
+      out["flash_attention"] = opts->flash_attn;
       out["read_bandwidth_gbs"] = bw;
       out["weight_bytes_per_token"] = bytes_per_token;
       out["roofline_decode_tps"] = roofline;
@@ -272,7 +276,8 @@ void register_bench(CLI::App& app, CommandAction& action) {
         std::vector<double> agg;
         for (int r = 0; r < opts->repeats; ++r) {
           // Short prompts: the batched test measures decode, not prefill.
-          auto run = run_once(m, *kv, b, std::min(opts->prompt_len, 16), opts->gen_len, rng);
+          auto run = run_once(m, *kv, b, std::min(opts->prompt_len, 16), opts->gen_len,
+                              opts->flash_attn, rng);
           if (!run.ok()) return fail(run.status().message());
           agg.push_back(static_cast<double>(b) * opts->gen_len / run->decode_s);
         }

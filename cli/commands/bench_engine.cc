@@ -55,6 +55,7 @@ struct BenchOpts {
   bool no_warmup = false;
   int32_t threads = 0;
   std::string kv_cache_dtype = "f16";
+  bool flash_attn = false;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -73,6 +74,7 @@ int run_bench(const BenchOpts& o) {
   cfg.block_size = o.block_size;
   cfg.kv_cache_bytes = static_cast<uint64_t>(o.kv_cache_mib * 1024 * 1024);
   cfg.kv_cache_dtype = o.kv_cache_dtype;
+  cfg.flash_attention = o.flash_attn;
   cfg.max_num_seqs = o.max_num_seqs > 0 ? o.max_num_seqs : o.concurrency;
   cfg.max_num_batched_tokens = std::max(o.max_num_batched_tokens, cfg.max_num_seqs);
   cfg.max_queue = 0;
@@ -270,6 +272,9 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
                   "KV cache size in MiB (default: a fraction of available RAM)")
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "f16 | bf16 | q8_0 | f32");
+  cmd->add_flag(
+      "--flash-attn", o->flash_attn,
+      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Running sequences (default: concurrency)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step")

@@ -15,6 +15,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
   struct Opts {
     std::string model, prompt, kv_cache_dtype = "f16";
     int32_t n_predict = 8, top = 64;
+    bool flash_attn = false;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("logits", "Print prompt and greedy logits as JSON");
@@ -25,6 +26,9 @@ void register_logits(CLI::App& app, CommandAction& action) {
   cmd->add_option("--top", opts->top, "Top entries per position")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f16 | bf16 | q8_0 | f32");
+  cmd->add_flag(
+      "--flash-attn", opts->flash_attn,
+      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
   cmd->callback([opts, &action] {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
@@ -33,7 +37,8 @@ void register_logits(CLI::App& app, CommandAction& action) {
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
-      auto trace = runner::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype);
+      auto trace =
+          runner::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype, opts->flash_attn);
       if (!trace.ok()) return fail(trace.status().message());
       nlohmann::json out;
       out["model"] = path;
@@ -41,6 +46,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
       out["n_predict"] = opts->n_predict;
       out["top_k"] = opts->top;
       out["kv_cache_dtype"] = std::string(tensor::dtype_name(*kv_dtype));
+      out["flash_attention"] = opts->flash_attn;
       out["n_vocab"] = loaded->model->config().vocab_size;
       out["prompt_tokens"] = trace->prompt_tokens;
       out["greedy_tokens"] = trace->greedy_tokens;

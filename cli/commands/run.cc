@@ -12,6 +12,7 @@ void register_run(CLI::App& app, CommandAction& action) {
     std::string model, prompt, kv_cache_dtype = "f32";
     int32_t n_predict = 128;
     int64_t seed = -1;
+    bool flash_attn = false;
     SamplingParams params;
   };
   auto opts = std::make_shared<Opts>();
@@ -27,6 +28,9 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f32 | f16 | bf16 | q8_0");
+  cmd->add_flag(
+      "--flash-attn", opts->flash_attn,
+      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
   add_sampling_options(cmd, opts->params, opts->seed);
   cmd->callback([opts, &action] {
     action = [opts] {
@@ -44,6 +48,7 @@ void register_run(CLI::App& app, CommandAction& action) {
       auto session = runner::SequenceSession::create(
           *loaded->model, static_cast<int32_t>(std::min<int64_t>(want, ctx)), *kv_dtype);
       if (!session.ok()) return fail(session.status().message());
+      session->set_flash_attention(opts->flash_attn);
       std::fwrite(opts->prompt.data(), 1, opts->prompt.size(), stdout);
       std::fflush(stdout);
       auto result = generate(*loaded, *session, input, opts->params, opts->n_predict,

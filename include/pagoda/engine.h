@@ -27,6 +27,10 @@ struct EngineConfig {
   // f16 | bf16 | q8_0 | f32. q8_0 (34 bytes per 32 values, ~half of f16) needs head_dim % 32 == 0
   // (Engine::create fails otherwise); attention reads bf16/q8_0 caches like llama.cpp does.
   std::string kv_cache_dtype = "f16";
+  // Attention with the flash-style online softmax (one walk over each sequence's KV blocks, a
+  // running max and sum) instead of the exact softmax, whose logits match llama.cpp's default
+  // attention bit for bit in the kernels' arithmetic. Same speed here; see docs/design-notes.md.
+  bool flash_attention = false;
   int32_t max_num_seqs = 64;             // running requests per step
   int32_t max_num_batched_tokens = 512;  // tokens computed per step (prefill chunks + decodes)
   int32_t max_model_len = 0;             // 0: the model's context length

@@ -152,6 +152,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   rc.num_blocks = num_blocks;
   rc.block_size = config.block_size;
   rc.kv_dtype = kv_dtype;
+  rc.flash_attention = config.flash_attention;
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<runner::ModelRunner> runner,
                           runner::ModelRunner::create(*e->loaded_.model, rc));
   if (config.warm_up) {

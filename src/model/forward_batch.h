@@ -22,6 +22,8 @@ struct ForwardBatch {
   // Rows whose logits are wanted, in output order (e.g. the last row of each sequence that
   // samples, or every row for `pagoda logits`).
   std::span<const int32_t> logit_rows;
+  // Attention with the flash-style online softmax instead of the exact one (kernels/attention.h).
+  bool flash_attention = false;
 };
 
 }  // namespace pagoda::model

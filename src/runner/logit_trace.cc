@@ -9,7 +9,7 @@
 namespace pagoda::runner {
 
 Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& prompt,
-                                int32_t n_predict, tensor::DType kv_dtype) {
+                                int32_t n_predict, tensor::DType kv_dtype, bool flash_attention) {
   LogitTrace trace;
   tokenizer::EncodeOptions opts;
   trace.prompt_tokens = loaded.tokenizer->encode(prompt, opts);
@@ -25,6 +25,7 @@ Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& p
   PAGODA_ASSIGN_OR_RETURN(
       SequenceSession session,
       SequenceSession::create(*loaded.model, static_cast<int32_t>(total), kv_dtype));
+  session.set_flash_attention(flash_attention);
   const size_t vocab = static_cast<size_t>(loaded.model->config().vocab_size);
   std::vector<float> logits;
   PAGODA_RETURN_IF_ERROR(session.feed(trace.prompt_tokens, /*all_logits=*/true, logits));

@@ -8,7 +8,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                                                          const RunnerConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(model.config(), config.num_blocks,
                                                                config.block_size, config.kv_dtype));
-  return std::unique_ptr<ModelRunner>(new ModelRunner(model, std::move(storage)));
+  return std::unique_ptr<ModelRunner>(
+      new ModelRunner(model, std::move(storage), config.flash_attention));
 }
 
 Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
@@ -23,8 +24,8 @@ Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config,
   return static_cast<int64_t>(std::min<uint64_t>(n, uint64_t{1} << 30));
 }
 
-ModelRunner::ModelRunner(model::Model& model, KvStorage storage)
-    : model_(model), storage_(std::move(storage)) {}
+ModelRunner::ModelRunner(model::Model& model, KvStorage storage, bool flash_attention)
+    : model_(model), storage_(std::move(storage)), flash_attention_(flash_attention) {}
 
 sampling::Sampler ModelRunner::make_sampler(const engine::ScheduledRequest& entry,
                                             int32_t sample_index,
@@ -47,6 +48,7 @@ Status ModelRunner::forward_step() {
   batch.positions = positions_;
   batch.sequences = slices_;
   batch.logit_rows = logit_rows_;
+  batch.flash_attention = flash_attention_;
   return model_.forward(batch, storage_.layers(), logits_.data());
 }
 

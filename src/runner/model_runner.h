@@ -18,6 +18,7 @@ struct RunnerConfig {
   int64_t num_blocks = 0;  // including the engine's null block 0
   int32_t block_size = 16;
   tensor::DType kv_dtype = tensor::DType::kF16;
+  bool flash_attention = false;  // ForwardBatch::flash_attention for every step
 };
 
 class ModelRunner final : public engine::ModelExecutor {
@@ -44,7 +45,7 @@ class ModelRunner final : public engine::ModelExecutor {
   size_t num_sampler_states() const { return samplers_.size(); }
 
  private:
-  ModelRunner(model::Model& model, KvStorage storage);
+  ModelRunner(model::Model& model, KvStorage storage, bool flash_attention);
   // One forward pass over the step buffers (tokens_, positions_, slices_, logit_rows_) into
   // logits_, sized here.
   Status forward_step();
@@ -53,6 +54,7 @@ class ModelRunner final : public engine::ModelExecutor {
 
   model::Model& model_;
   KvStorage storage_;
+  bool flash_attention_;
   std::unordered_map<engine::RequestId, sampling::Sampler> samplers_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;

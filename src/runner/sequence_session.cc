@@ -51,6 +51,7 @@ Status SequenceSession::feed(std::span<const int32_t> tokens, bool all_logits,
   batch.positions = positions;
   batch.sequences = std::span<const model::SequenceSlice>(&seq, 1);
   batch.logit_rows = rows;
+  batch.flash_attention = flash_attention_;
   logits.resize(rows.size() * static_cast<size_t>(model_->config().vocab_size));
   PAGODA_RETURN_IF_ERROR(model_->forward(batch, storage_.layers(), logits.data()));
   num_tokens_ += static_cast<int32_t>(n);

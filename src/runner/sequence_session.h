@@ -27,6 +27,8 @@ class SequenceSession {
   int32_t num_tokens() const { return num_tokens_; }
   int32_t capacity() const { return capacity_; }
   void reset() { num_tokens_ = 0; }
+  // Attention with the flash-style online softmax (ForwardBatch::flash_attention); off by default.
+  void set_flash_attention(bool on) { flash_attention_ = on; }
   // Forgets tokens after the first n (their KV slots are overwritten by later feeds).
   void rewind(int32_t n) { num_tokens_ = n < num_tokens_ ? (n < 0 ? 0 : n) : num_tokens_; }
 
@@ -36,6 +38,7 @@ class SequenceSession {
   KvStorage storage_;
   int32_t capacity_;
   int32_t num_tokens_ = 0;
+  bool flash_attention_ = false;
   std::vector<int32_t> block_table_;
 };
 

@@ -46,15 +46,21 @@ TEST_P(FidelityTest, MatchesReferenceLogits) {
   auto loaded = model::load_model(model_path.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   const int32_t n_predict = ref["n_predict"].get<int32_t>();
-  auto trace = runner::trace_logits(*loaded, ref["prompt"].get<std::string>(), n_predict);
-  ASSERT_TRUE(trace.ok()) << trace.status().to_string();
+  // The exact softmax (the default) and flash attention's online softmax.
+  for (const bool flash : {false, true}) {
+    SCOPED_TRACE(flash ? "flash attention" : "exact softmax");
+    auto trace = runner::trace_logits(*loaded, ref["prompt"].get<std::string>(), n_predict,
+                                      tensor::DType::kF16, flash);
+    ASSERT_TRUE(trace.ok()) << trace.status().to_string();
 
-  const auto ref_prompt = ref["prompt_tokens"].get<std::vector<int32_t>>();
-  ASSERT_EQ(trace->prompt_tokens, ref_prompt);
-  ASSERT_EQ(ref["n_vocab"].get<int32_t>(), loaded->model->config().vocab_size);
+    const auto ref_prompt = ref["prompt_tokens"].get<std::vector<int32_t>>();
+    ASSERT_EQ(trace->prompt_tokens, ref_prompt);
+    ASSERT_EQ(ref["n_vocab"].get<int32_t>(), loaded->model->config().vocab_size);
 
-  const double required = name.find("moe") != std::string::npos ? 0.85 : 0.90;
-  testing::expect_matches_reference(ref, *trace, testing::fidelity_tolerance(name), required, name);
+    const double required = name.find("moe") != std::string::npos ? 0.85 : 0.90;
+    testing::expect_matches_reference(ref, *trace, testing::fidelity_tolerance(name), required,
+                                      name + (flash ? " (flash attention)" : ""));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(References, FidelityTest, ::testing::ValuesIn(reference_files()),

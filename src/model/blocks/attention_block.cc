@@ -37,6 +37,7 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
   kernels::AttentionParams params;
   params.n_heads = c.num_heads;
   params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  params.online_softmax = batch.flash_attention;
   // Every sequence's new K/V first, then one parallel attention call over all sequences.
   std::vector<kernels::AttentionSequence> seqs;
   seqs.reserve(batch.sequences.size());
