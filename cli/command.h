@@ -20,4 +20,7 @@ int fail(const std::string& message);
 // The default model bundled with the repository (models/demo.gguf), or "" if absent.
 std::string default_model_path();
 
+// `--flash-attn`, as llama.cpp's: attention with the online softmax (kernels/attention.h).
+void add_flash_attn_flag(CLI::App* cmd, bool& flash_attention);
+
 }  // namespace pagoda::cli

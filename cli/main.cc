@@ -18,6 +18,12 @@ int fail(const std::string& message) {
   return 1;
 }
 
+void add_flash_attn_flag(CLI::App* cmd, bool& flash_attention) {
+  cmd->add_flag(
+      "--flash-attn", flash_attention,
+      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
+}
+
 std::string default_model_path() {
   // Installed next to the binary's source tree: <root>/build/bin/pagoda -> <root>/models.
   std::error_code ec;

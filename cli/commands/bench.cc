@@ -199,9 +199,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f16 | bf16 | q8_0 | f32");
-  cmd->add_flag(
-      "--flash-attn", opts->flash_attn,
-      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
+  add_flash_attn_flag(cmd, opts->flash_attn);
   cmd->add_flag("--json", opts->json, "Print JSON");
   cmd->callback([cmd, opts, &action] {
     if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`

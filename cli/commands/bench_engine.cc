@@ -272,9 +272,7 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
                   "KV cache size in MiB (default: a fraction of available RAM)")
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "f16 | bf16 | q8_0 | f32");
-  cmd->add_flag(
-      "--flash-attn", o->flash_attn,
-      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
+  add_flash_attn_flag(cmd, o->flash_attn);
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Running sequences (default: concurrency)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step")

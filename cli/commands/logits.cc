@@ -26,9 +26,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
   cmd->add_option("--top", opts->top, "Top entries per position")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f16 | bf16 | q8_0 | f32");
-  cmd->add_flag(
-      "--flash-attn", opts->flash_attn,
-      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
+  add_flash_attn_flag(cmd, opts->flash_attn);
   cmd->callback([opts, &action] {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;

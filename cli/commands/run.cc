@@ -28,9 +28,7 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f32 | f16 | bf16 | q8_0");
-  cmd->add_flag(
-      "--flash-attn", opts->flash_attn,
-      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
+  add_flash_attn_flag(cmd, opts->flash_attn);
   add_sampling_options(cmd, opts->params, opts->seed);
   cmd->callback([opts, &action] {
     action = [opts] {

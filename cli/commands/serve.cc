@@ -155,9 +155,7 @@ void register_serve(CLI::App& app, CommandAction& action) {
                   "KV cache size, e.g. 2GiB (default: a quarter of available RAM)");
   cmd->add_option("--kv-cache-dtype", o.engine.kv_cache_dtype, "f16 | bf16 | q8_0 | f32")
       ->capture_default_str();
-  cmd->add_flag(
-      "--flash-attn", o.engine.flash_attention,
-      "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
+  add_flash_attn_flag(cmd, o.engine.flash_attention);
   cmd->add_option("--block-size", o.engine.block_size, "Tokens per KV block")
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", o.engine.max_num_seqs, "Running sequences per step")
