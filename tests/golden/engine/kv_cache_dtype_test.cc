@@ -2,8 +2,9 @@
 // - with a bf16, q8_0 (and f32) cache the logits of every position (a 32-token prompt in one batch,
 //   then 16 teacher-forced single-token decodes) stay within a stated fraction of each row's std
 //   of the f16-cache run (the reference llama.cpp uses by default): max |logit - f16 logit| / std;
-// - through the public Engine with kv_cache_dtype bf16 / q8_0, concurrent requests (prefix caching,
-//   chunked prefill, an n = 2 fork sharing blocks) give exactly the tokens they give alone.
+// - through the public Engine with kv_cache_dtype bf16 / q8_0 (and f16 with flash attention's
+//   online softmax), concurrent requests (prefix caching, chunked prefill, an n = 2 fork sharing
+//   blocks) give exactly the tokens they give alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -188,7 +189,10 @@ TEST_P(KvCacheDtypeEngine, ConcurrentEqualsSolo) {
   c.model_path = path;
   c.block_size = 16;
   c.kv_cache_bytes = 16ull << 20;
-  c.kv_cache_dtype = GetParam();
+  // "DTYPE" or "DTYPE flash".
+  const std::string param = GetParam();
+  c.kv_cache_dtype = param.substr(0, param.find(' '));
+  c.flash_attention = param.find(" flash") != std::string::npos;
   c.max_num_seqs = 32;
   c.max_num_batched_tokens = 48;  // long prompts take several chunks, mixed with decodes
   c.max_model_len = 256;
@@ -232,7 +236,12 @@ TEST_P(KvCacheDtypeEngine, ConcurrentEqualsSolo) {
   EXPECT_GT((*engine)->stats().prefix_cache_hits, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, KvCacheDtypeEngine, ::testing::Values("bf16", "q8_0"));
+INSTANTIATE_TEST_SUITE_P(Dtypes, KvCacheDtypeEngine, ::testing::Values("bf16", "q8_0", "f16 flash"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
+                           std::replace(name.begin(), name.end(), ' ', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace pagoda
