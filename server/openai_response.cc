@@ -75,8 +75,8 @@ json usage_json(const UsageTotals& u) {
 }
 
 json finish_json(FinishReason reason) {
-  const char* name = finish_reason_name(reason);
-  return name ? json(name) : json(nullptr);
+  if (reason == FinishReason::kNone) return nullptr;
+  return std::string(to_string(reason));
 }
 
 json stop_reason_json(std::string_view stop_reason, std::optional<int32_t> stop_token_id,
@@ -92,22 +92,6 @@ std::string dump(const json& j) {
 }
 
 }  // namespace
-
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-    case FinishReason::kError:
-      return "error";
-    case FinishReason::kNone:
-      break;
-  }
-  return nullptr;
-}
 
 std::string make_response_id(std::string_view prefix) {
   thread_local std::mt19937_64 rng{std::random_device{}()};

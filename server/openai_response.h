@@ -43,9 +43,6 @@ struct UsageTotals {
   int64_t cached_tokens = 0;
 };
 
-// "stop", "length", "abort", "error" (null for kNone).
-const char* finish_reason_name(FinishReason reason);
-
 // A random id with the given prefix ("chatcmpl-" + 32 hex digits).
 std::string make_response_id(std::string_view prefix);
 

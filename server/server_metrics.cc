@@ -133,7 +133,7 @@ ServerMetrics::ServerMetrics(const std::string& model_name) : impl_(std::make_un
                       .Register(r);
   for (FinishReason reason :
        {FinishReason::kStop, FinishReason::kLength, FinishReason::kAbort, FinishReason::kError}) {
-    m.success[reason] = &success.Add(m.with("finished_reason", finish_reason_name(reason)));
+    m.success[reason] = &success.Add(m.with("finished_reason", std::string(to_string(reason))));
   }
   m.ttft = histogram("vllm:time_to_first_token_seconds",
                      "Histogram of time to first token in seconds.", kTtftBuckets);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pagoda/sampling_params.h"
@@ -70,11 +71,23 @@ struct GenerateRequest {
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
 
-struct TokenLogprobs {
-  int32_t token = 0;
-  float logprob = 0;
-  std::vector<std::pair<int32_t, float>> top;  // requested top alternatives
-};
+// "stop", "length", "abort", "error" (the OpenAI finish_reason values and the metrics' label);
+// "" for kNone.
+constexpr std::string_view to_string(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+    case FinishReason::kNone:
+      break;
+  }
+  return "";
+}
 
 struct RequestUsage {
   int32_t prompt_tokens = 0;

@@ -1,4 +1,7 @@
-// SamplingParams: how one request turns logits into tokens (the OpenAI/vLLM fields).
+// SamplingParams: how one request turns logits into tokens (the OpenAI/vLLM fields), and
+// TokenLogprobs: what sampling reports of one drawn token. TokenLogprobs is the one logprob
+// representation from the sampler through the runner's step output and the engine's events to
+// RequestOutput.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,15 @@ struct SamplingParams {
   int32_t logprobs = -1;  // -1: none; k >= 0: sampled token's logprob + top k
 
   bool is_greedy() const { return temperature <= 0.0f; }
+};
+
+// One sampled token with its log-probability under the model's distribution (after the
+// request's logits processing) and, when SamplingParams::logprobs = k > 0, the k most likely
+// tokens (id, logprob), descending.
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
 };
 
 }  // namespace pagoda

@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "engine/step_loop.h"
 
 namespace pagoda::engine {
 
@@ -22,7 +23,7 @@ struct EngineCore::Group {
 };
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineCoreConfig& config,
-                                                       std::unique_ptr<ModelExecutor> executor,
+                                                       std::unique_ptr<step::Executor> executor,
                                                        const tokenizer::Tokenizer& tokenizer) {
   if (executor == nullptr) return invalid_argument("engine core: executor must not be null");
   if (config.vocab_size < 0) {
@@ -42,7 +43,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineCoreConfig& c
 }
 
 EngineCore::EngineCore(const EngineCoreConfig& config, Scheduler scheduler,
-                       std::unique_ptr<ModelExecutor> executor,
+                       std::unique_ptr<step::Executor> executor,
                        const tokenizer::Tokenizer& tokenizer)
     : config_(config),
       executor_(std::move(executor)),
@@ -242,40 +243,18 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
     return false;
   }
   apply_aborts(out);
-  StepPlan plan;
-  if (scheduler_.has_unfinished_requests()) plan = scheduler_.schedule();
-  if (!plan.empty()) {
-    lock.unlock();
-    Result<StepOutput> result = internal_error("step not executed");
-    try {
-      result = executor_->execute(plan);
-    } catch (const std::exception& e) {
-      result = internal_error("the model executor threw: {}", e.what());
+  bool ran = false;
+  if (scheduler_.has_unfinished_requests()) {
+    StepResult step = run_step(scheduler_, *executor_, &lock);
+    ran = !step.plan.empty();
+    if (ran) {
+      ++num_steps_;
+      process_events(step.events, step.status.ok() ? std::string() : step.status.to_string(), out);
+      record_step_stats();
     }
-    lock.lock();
-    Status status;
-    std::vector<RequestEvent> events;
-    if (result.ok()) {
-      auto settled = scheduler_.update_from_output(plan, *result);
-      if (settled.ok()) {
-        events = std::move(settled).value();
-      } else {
-        status = settled.status();
-      }
-    } else {
-      status = result.status().with_context("model executor");
-    }
-    if (!status.ok()) {
-      PAGODA_LOG_ERROR("step {} failed: {}", plan.step_id, status.to_string());
-      events = scheduler_.fail_step(plan);
-    }
-    ++num_steps_;
-    process_events(events, status.ok() ? std::string() : status.to_string(), out);
-    record_step_stats();
   }
   flush();
-  if (plan.empty() && !stopping_ && pending_aborts_.empty() &&
-      scheduler_.has_unfinished_requests()) {
+  if (!ran && !stopping_ && pending_aborts_.empty() && scheduler_.has_unfinished_requests()) {
     // Nothing runnable although requests wait (should not happen: every admitted request fits
     // the cache alone). Do not spin.
     work_cv_.wait_for(lock, std::chrono::milliseconds(1));
@@ -359,7 +338,7 @@ void EngineCore::process_events(const std::vector<RequestEvent>& events, const s
     SequenceOutputState::Processed p = state.process(ev, now, error);
     if (p.needs_abort) (void)scheduler_.abort(ev.id);
     const bool finished = p.output.finished;
-    const pagoda::FinishReason reason = p.output.finish_reason;
+    const FinishReason reason = p.output.finish_reason;
     emit(group, std::move(p.output), out);
     if (!finished) continue;
     sequences_.erase(it);
@@ -367,7 +346,7 @@ void EngineCore::process_events(const std::vector<RequestEvent>& events, const s
     if (!group.forked) {
       // The root ended before its first token (error): its unborn samples end with it.
       const FinishReason r =
-          reason == pagoda::FinishReason::kAbort ? FinishReason::kAbort : FinishReason::kError;
+          reason == FinishReason::kAbort ? FinishReason::kAbort : FinishReason::kError;
       for (int32_t i = 1; i < group.n; ++i) {
         SequenceOutputState unborn(tokenizer_, group.options, i, group.arrival);
         emit(group, unborn.finish_without_event(r, now, error), out);

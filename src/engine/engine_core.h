@@ -1,4 +1,4 @@
-// EngineCore: the serving loop. Owns the Scheduler, a ModelExecutor and the per-sequence output
+// EngineCore: the serving loop. Owns the Scheduler, a step::Executor and the per-sequence output
 // states; a dedicated thread runs step after step while there is work and sleeps on a condition
 // variable otherwise.
 //
@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/model_executor.h"
-#include "engine/output_processor.h"
 #include "engine/scheduler.h"
+#include "engine/sequence_output_state.h"
 #include "pagoda/engine.h"
+#include "step/executor.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::engine {
@@ -46,7 +46,7 @@ class EngineCore {
  public:
   // Validates the config and starts the loop thread. `tokenizer` must outlive the core.
   static Result<std::unique_ptr<EngineCore>> create(const EngineCoreConfig& config,
-                                                    std::unique_ptr<ModelExecutor> executor,
+                                                    std::unique_ptr<step::Executor> executor,
                                                     const tokenizer::Tokenizer& tokenizer);
   ~EngineCore();  // shutdown()
   EngineCore(const EngineCore&) = delete;
@@ -77,7 +77,7 @@ class EngineCore {
   using Delivery = std::pair<std::shared_ptr<OutputCallback>, RequestOutput>;
 
   EngineCore(const EngineCoreConfig& config, Scheduler scheduler,
-             std::unique_ptr<ModelExecutor> executor, const tokenizer::Tokenizer& tokenizer);
+             std::unique_ptr<step::Executor> executor, const tokenizer::Tokenizer& tokenizer);
 
   void loop();
   // One iteration; returns false when the loop should exit.
@@ -96,7 +96,7 @@ class EngineCore {
   static void deliver(std::vector<Delivery>& outputs);
 
   EngineCoreConfig config_;
-  std::unique_ptr<ModelExecutor> executor_;
+  std::unique_ptr<step::Executor> executor_;
   const tokenizer::Tokenizer& tokenizer_;
 
   mutable std::mutex mu_;

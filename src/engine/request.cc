@@ -25,20 +25,6 @@ std::string_view to_string(RequestStatus status) {
   return "unknown";
 }
 
-std::string_view to_string(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-    case FinishReason::kError:
-      return "error";
-  }
-  return "unknown";
-}
-
 RequestStatus finished_status(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop:
@@ -48,6 +34,7 @@ RequestStatus finished_status(FinishReason reason) {
     case FinishReason::kAbort:
       return RequestStatus::kFinishedAborted;
     case FinishReason::kError:
+    case FinishReason::kNone:
       return RequestStatus::kFinishedError;
   }
   return RequestStatus::kFinishedError;

@@ -17,12 +17,15 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/sampling_params.h"
+#include "engine/stop_params.h"
 #include "kv/kv_manager.h"
+#include "pagoda/engine.h"
+#include "step/ids.h"
 
 namespace pagoda::engine {
 
-using RequestId = uint64_t;  // assigned by the Scheduler, unique, never reused
+using step::RequestId;  // assigned by the Scheduler, unique, never reused
+using step::TokenId;
 using Clock = std::chrono::steady_clock;
 
 enum class RequestStatus : uint8_t {
@@ -35,13 +38,11 @@ enum class RequestStatus : uint8_t {
   kFinishedError,    // the runner failed the step it was in
 };
 
-enum class FinishReason : uint8_t { kStop, kLength, kAbort, kError };
-
 std::string_view to_string(RequestStatus status);
-std::string_view to_string(FinishReason reason);
 inline bool is_finished(RequestStatus s) {
   return s >= RequestStatus::kFinishedStopped;
 }
+// The finished status for a finish reason (kNone, never a finish, maps to kFinishedError).
 RequestStatus finished_status(FinishReason reason);
 
 // What a caller submits (validated by Scheduler::add_request).

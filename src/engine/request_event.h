@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "engine/request.h"
-#include "engine/step_plan.h"
+#include "step/step_plan.h"
 
 namespace pagoda::engine {
 
 struct RequestEvent {
   RequestId id = 0;
   std::vector<TokenId> new_token_ids;         // appended to the outputs this step (1 per step now)
-  std::vector<SampleLogprobs> new_logprobs;   // empty, or one per new token
+  std::vector<TokenLogprobs> new_logprobs;    // empty, or one per new token
   std::optional<FinishReason> finish_reason;  // set on the request's last event
   std::optional<TokenId> stop_token_id;       // the EOS / stop token that finished it (it is the
                                               // last of new_token_ids)

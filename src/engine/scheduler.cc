@@ -139,7 +139,7 @@ void Scheduler::remove_running(Request* r) {
 }
 
 void Scheduler::preempt(Request* r, std::vector<Candidate>& chosen, int64_t& budget,
-                        StepPlan& plan) {
+                        step::StepPlan& plan) {
   // Chosen earlier in this step (priority policy, or a decode ahead of a prefill): undo it,
   // dropping its allocation (copies included; the freed blocks carry nothing yet).
   const auto it =
@@ -171,9 +171,9 @@ void Scheduler::publish_scheduled_blocks(const Candidate& c) {
   kv_.cache_blocks(view);
 }
 
-StepPlan Scheduler::schedule() {
+step::StepPlan Scheduler::schedule() {
   PAGODA_CHECK_MSG(!outstanding_step_, "schedule() called while a plan is outstanding");
-  StepPlan plan;
+  step::StepPlan plan;
   plan.step_id = next_step_id_++;
   plan.block_size = kv_.block_size();
   int64_t budget = config_.max_num_batched_tokens;
@@ -241,7 +241,7 @@ StepPlan Scheduler::schedule() {
   const Clock::time_point now = Clock::now();
   for (Candidate& c : chosen) {
     Request* r = c.r;
-    ScheduledRequest s;
+    step::ScheduledRequest s;
     s.id = r->id_;
     s.num_computed_tokens = r->num_computed_tokens_;
     s.num_prompt_tokens = r->num_prompt_tokens_;
@@ -330,7 +330,7 @@ void Scheduler::fill_event_info(const Request& r, RequestEvent& ev) {
   ev.first_scheduled_time = r.first_scheduled_time_;
 }
 
-RequestEvent Scheduler::append_token(Request* r, TokenId token, const SampleLogprobs* logprobs) {
+RequestEvent Scheduler::append_token(Request* r, TokenId token, const TokenLogprobs* logprobs) {
   r->token_ids_.push_back(token);
   ++num_generation_tokens_;
   RequestEvent ev;
@@ -347,8 +347,8 @@ RequestEvent Scheduler::append_token(Request* r, TokenId token, const SampleLogp
   return ev;
 }
 
-Result<std::vector<RequestEvent>> Scheduler::update_from_output(const StepPlan& plan,
-                                                                const StepOutput& output) {
+Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::StepPlan& plan,
+                                                                const step::StepOutput& output) {
   if (plan.requests.empty()) return std::vector<RequestEvent>{};
   if (outstanding_step_ != plan.step_id) {
     return failed_precondition("update_from_output: step {} is not the outstanding plan",
@@ -356,13 +356,13 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const StepPlan& 
   }
   // Validate everything before changing anything.
   size_t k = 0;
-  for (const ScheduledRequest& s : plan.requests) {
+  for (const step::ScheduledRequest& s : plan.requests) {
     if (s.num_samples == 0) continue;
     if (k >= output.sampled.size()) {
       return internal_error("runner output has {} sampled entries; the plan needs more",
                             output.sampled.size());
     }
-    const SampledTokens& o = output.sampled[k];
+    const step::SampledTokens& o = output.sampled[k];
     if (o.id != s.id) {
       return internal_error("runner output sampled[{}] is for request {}, plan expects {}", k, o.id,
                             s.id);
@@ -388,8 +388,8 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const StepPlan& 
 
   std::vector<RequestEvent> events;
   k = 0;
-  for (const ScheduledRequest& s : plan.requests) {
-    const SampledTokens* o = s.num_samples > 0 ? &output.sampled[k++] : nullptr;
+  for (const step::ScheduledRequest& s : plan.requests) {
+    const step::SampledTokens* o = s.num_samples > 0 ? &output.sampled[k++] : nullptr;
     Request* r = lookup(s.id);
     if (r == nullptr) continue;  // aborted while in flight
     r->in_flight_ = false;
@@ -423,13 +423,13 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const StepPlan& 
   return events;
 }
 
-std::vector<RequestEvent> Scheduler::fail_step(const StepPlan& plan) {
+std::vector<RequestEvent> Scheduler::fail_step(const step::StepPlan& plan) {
   std::vector<RequestEvent> events;
   if (plan.requests.empty() || outstanding_step_ != plan.step_id) return events;
   outstanding_step_.reset();
   // Blocks published when the step was scheduled were never written (publish_scheduled_blocks).
   kv_.reset_prefix_cache();
-  for (const ScheduledRequest& s : plan.requests) {
+  for (const step::ScheduledRequest& s : plan.requests) {
     Request* r = lookup(s.id);
     if (r == nullptr) continue;
     r->in_flight_ = false;

@@ -11,10 +11,10 @@
 //  3. if nothing was preempted, waiting requests are admitted in policy order while budget,
 //     sequence slots and blocks last (prefix-cache hits are free), stopping at the first that
 //     does not fit (no skipping ahead).
-// The runner executes the StepPlan; update_from_output() appends the sampled tokens, checks
+// The runner executes the step::StepPlan; update_from_output() appends the sampled tokens, checks
 // EOS / stop tokens / max_tokens, forks n>1 requests and frees finished ones.
 //
-// Protocol: schedule() -> ModelExecutor::execute() -> update_from_output() (or fail_step() if
+// Protocol: schedule() -> step::Executor::execute() -> update_from_output() (or fail_step() if
 // execution failed), strictly alternating; one plan outstanding at a time. Not thread-safe:
 // the engine's step loop owns it. abort() may be called at any time between calls, including
 // while a plan is outstanding (the blocks of an in-flight request are released only when that
@@ -30,9 +30,9 @@
 #include "base/status.h"
 #include "engine/request.h"
 #include "engine/request_event.h"
-#include "engine/step_plan.h"
 #include "engine/waiting_queue.h"
 #include "kv/kv_manager.h"
+#include "step/step_plan.h"
 
 namespace pagoda::engine {
 
@@ -76,18 +76,18 @@ class Scheduler {
 
   // Builds the next plan (possibly empty) and advances each scheduled request's
   // num_computed_tokens as if the plan had run. Precondition: no plan outstanding.
-  StepPlan schedule();
+  step::StepPlan schedule();
 
   // Settles the outstanding plan with the runner's output: publishes computed blocks to the
   // prefix cache, appends sampled tokens, forks, checks stops, frees finished requests.
   // Returns one event per request that got tokens or finished. A malformed output (wrong ids,
   // sample counts) returns kInternal and changes nothing; then call fail_step(plan).
-  Result<std::vector<RequestEvent>> update_from_output(const StepPlan& plan,
-                                                       const StepOutput& output);
+  Result<std::vector<RequestEvent>> update_from_output(const step::StepPlan& plan,
+                                                       const step::StepOutput& output);
 
   // Settles the outstanding plan after the runner failed: every request still in it finishes
   // with FinishReason::kError (their events are returned).
-  std::vector<RequestEvent> fail_step(const StepPlan& plan);
+  std::vector<RequestEvent> fail_step(const step::StepPlan& plan);
 
   // Finishes a request in any state and frees its blocks (see the class comment for in-flight
   // ones). kNotFound if unknown or already finished. Forked children are separate requests.
@@ -118,12 +118,12 @@ class Scheduler {
   Request* lookup(RequestId id);
   int32_t num_running_seqs() const;  // running requests plus their pending forks
   Request* pick_victim() const;
-  void preempt(Request* r, std::vector<Candidate>& chosen, int64_t& budget, StepPlan& plan);
+  void preempt(Request* r, std::vector<Candidate>& chosen, int64_t& budget, step::StepPlan& plan);
   void publish_scheduled_blocks(const Candidate& c);
   std::optional<FinishReason> check_stop(const Request& r,
                                          std::optional<TokenId>& stop_token) const;
   // Appends one sampled token and finishes the request if it stopped; returns its event.
-  RequestEvent append_token(Request* r, TokenId token, const SampleLogprobs* logprobs);
+  RequestEvent append_token(Request* r, TokenId token, const TokenLogprobs* logprobs);
   void finish(Request* r, FinishReason reason);
   static void fill_event_info(const Request& r, RequestEvent& ev);
   void release_deferred();

@@ -27,7 +27,7 @@ Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config,
 ModelRunner::ModelRunner(model::Model& model, KvStorage storage, bool flash_attention)
     : model_(model), storage_(std::move(storage)), flash_attention_(flash_attention) {}
 
-sampling::Sampler ModelRunner::make_sampler(const engine::ScheduledRequest& entry,
+sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
                                             int32_t sample_index,
                                             std::span<const int32_t> outputs) const {
   SamplingParams params = *entry.sampling;
@@ -76,10 +76,10 @@ Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows)
   return t;
 }
 
-Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
-  for (engine::RequestId id : plan.preempted_ids)
+Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
+  for (step::RequestId id : plan.preempted_ids)
     samplers_.erase(id);
-  for (engine::RequestId id : plan.finished_ids)
+  for (step::RequestId id : plan.finished_ids)
     samplers_.erase(id);
   for (const kv::BlockCopy& copy : plan.block_copies) {
     if (copy.src <= 0 || copy.dst <= 0 || copy.src >= storage_.num_blocks() ||
@@ -93,7 +93,7 @@ Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
   positions_.clear();
   logit_rows_.clear();
   slices_.clear();
-  for (const engine::ScheduledRequest& entry : plan.requests) {
+  for (const step::ScheduledRequest& entry : plan.requests) {
     model::SequenceSlice slice;
     slice.token_begin = static_cast<int32_t>(tokens_.size());
     slice.num_tokens = static_cast<int32_t>(entry.token_ids.size());
@@ -109,10 +109,10 @@ Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   PAGODA_RETURN_IF_ERROR(forward_step());
 
-  engine::StepOutput out;
+  step::StepOutput out;
   size_t row = 0;
   std::vector<float> scratch;
-  for (const engine::ScheduledRequest& entry : plan.requests) {
+  for (const step::ScheduledRequest& entry : plan.requests) {
     if (entry.num_samples <= 0) continue;
     const float* logits = logits_.data() + row * vocab;
     ++row;
@@ -124,11 +124,11 @@ Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
           entry.id, make_sampler(entry, entry.sample_index,
                                  std::span<const int32_t>(history).subspan(num_prompt)));
     }
-    engine::SampledTokens sampled;
+    step::SampledTokens sampled;
     sampled.id = entry.id;
     for (int32_t i = 0; i < entry.num_samples; ++i) {
       scratch.assign(logits, logits + vocab);
-      sampling::SampleResult r;
+      TokenLogprobs r;
       if (i == 0) {
         r = samplers_.at(entry.id).sample(scratch);
       } else {
@@ -141,13 +141,7 @@ Result<engine::StepOutput> ModelRunner::execute(const engine::StepPlan& plan) {
         r = child.sample(scratch);
       }
       sampled.token_ids.push_back(r.token);
-      if (entry.sampling->logprobs >= 0) {
-        engine::SampleLogprobs lp;
-        lp.logprob = r.logprob;
-        for (const auto& t : r.top)
-          lp.top.push_back({t.token, t.logprob});
-        sampled.logprobs.push_back(std::move(lp));
-      }
+      if (entry.sampling->logprobs >= 0) sampled.logprobs.push_back(std::move(r));
     }
     out.sampled.push_back(std::move(sampled));
   }

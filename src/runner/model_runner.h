@@ -7,10 +7,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/model_executor.h"
 #include "model/model.h"
 #include "runner/kv_storage.h"
 #include "sampling/sampler.h"
+#include "step/executor.h"
 
 namespace pagoda::runner {
 
@@ -21,7 +21,7 @@ struct RunnerConfig {
   bool flash_attention = false;  // ForwardBatch::flash_attention for every step
 };
 
-class ModelRunner final : public engine::ModelExecutor {
+class ModelRunner final : public step::Executor {
  public:
   static Result<std::unique_ptr<ModelRunner>> create(model::Model& model,
                                                      const RunnerConfig& config);
@@ -30,7 +30,7 @@ class ModelRunner final : public engine::ModelExecutor {
   static Result<int64_t> blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
                                            int32_t block_size, tensor::DType dtype);
 
-  Result<engine::StepOutput> execute(const engine::StepPlan& plan) override;
+  Result<step::StepOutput> execute(const step::StepPlan& plan) override;
 
   // Runs one forward pass shaped like the engine's largest step, before the first request, as
   // llama.cpp's warm-up decode and vLLM's profile run do: one sequence of `num_tokens` dummy
@@ -49,13 +49,13 @@ class ModelRunner final : public engine::ModelExecutor {
   // One forward pass over the step buffers (tokens_, positions_, slices_, logit_rows_) into
   // logits_, sized here.
   Status forward_step();
-  sampling::Sampler make_sampler(const engine::ScheduledRequest& entry, int32_t sample_index,
+  sampling::Sampler make_sampler(const step::ScheduledRequest& entry, int32_t sample_index,
                                  std::span<const int32_t> outputs) const;
 
   model::Model& model_;
   KvStorage storage_;
   bool flash_attention_;
-  std::unordered_map<engine::RequestId, sampling::Sampler> samplers_;
+  std::unordered_map<step::RequestId, sampling::Sampler> samplers_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;
   std::vector<model::SequenceSlice> slices_;

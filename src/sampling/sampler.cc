@@ -119,8 +119,8 @@ void Sampler::apply_penalties(std::span<float> logits) const {
   }
 }
 
-SampleResult Sampler::sample(std::span<float> logits) {
-  SampleResult result;
+TokenLogprobs Sampler::sample(std::span<float> logits) {
+  TokenLogprobs result;
   const size_t n = static_cast<size_t>(vocab_size_);
   // Logprobs are reported for the model's raw distribution (vLLM's default), before any
   // processing, so they do not depend on sampling settings.
@@ -214,7 +214,7 @@ SampleResult Sampler::sample(std::span<float> logits) {
                           return ra > rb || (ra == rb && a < b);
                         });
       for (size_t i = 0; i < k; ++i) {
-        result.top.push_back({idx[i], raw[static_cast<size_t>(idx[i])] - raw_lse});
+        result.top.emplace_back(idx[i], raw[static_cast<size_t>(idx[i])] - raw_lse);
       }
     }
   }

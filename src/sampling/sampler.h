@@ -16,17 +16,6 @@
 
 namespace pagoda::sampling {
 
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0;
-};
-
-struct SampleResult {
-  int32_t token = 0;
-  float logprob = 0;              // of the chosen token under the model's distribution
-  std::vector<TokenLogprob> top;  // the `params.logprobs` most likely tokens, if requested
-};
-
 // Checks ranges (temperature >= 0 and finite, top_p in (0, 1], ...); names the field.
 Status validate(const SamplingParams& params, int32_t vocab_size);
 
@@ -48,8 +37,10 @@ class Sampler {
   static uint64_t derive_seed(uint64_t seed, int32_t index);
 
   // Chooses the next token from raw logits[vocab_size] and records it (as accept() does);
-  // consumes exactly one RNG draw (greedy too). `logits` is used as scratch.
-  SampleResult sample(std::span<float> logits);
+  // consumes exactly one RNG draw (greedy too). `logits` is used as scratch. The result has the
+  // token, its logprob under the model's distribution and, when params.logprobs = k > 0, the k
+  // most likely tokens.
+  TokenLogprobs sample(std::span<float> logits);
 
  private:
   void apply_penalties(std::span<float> logits) const;

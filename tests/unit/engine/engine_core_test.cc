@@ -20,12 +20,46 @@
 namespace pagoda::engine {
 namespace {
 
-using testing::fake_output_table;
-using testing::fake_reference;
 using testing::FakeExecutor;
 using testing::kTinyBos;
 using testing::kTinyEos;
+using testing::kVocab;
 using testing::make_prompt;
+using testing::sample_token;
+
+// The FakeExecutor's output table here: every tiny-vocab word piece, a few byte tokens that split
+// UTF-8 characters, EOS once (kVocab entries).
+const std::vector<TokenId>& fake_output_table(const tokenizer::Tokenizer& t) {
+  static const std::vector<TokenId> table = [&t] {
+    std::vector<TokenId> v;
+    for (const std::string& w : testing::tiny_words())
+      v.push_back(*t.find_token(w));
+    for (const uint8_t b : {0xC3, 0xA9, 0xE4, 0xB8, 0x96})
+      v.push_back(testing::byte_token(b));
+    v.push_back(kTinyEos);
+    for (int i = 0; static_cast<int>(v.size()) < kVocab; ++i) {
+      const auto& words = testing::tiny_words();
+      v.push_back(*t.find_token(words[static_cast<size_t>(i) % words.size()]));
+    }
+    return v;
+  }();
+  return table;
+}
+
+// What sample `index` of a request generates through that table (EOS stops unless ignore_eos).
+std::vector<TokenId> fake_reference(const std::vector<TokenId>& table,
+                                    const std::vector<TokenId>& prompt, int32_t max_tokens,
+                                    int32_t index, bool ignore_eos = false) {
+  std::vector<TokenId> seq = prompt;
+  std::vector<TokenId> out;
+  while (static_cast<int32_t>(out.size()) < max_tokens) {
+    const TokenId t = table[static_cast<size_t>(sample_token(seq, out.empty() ? index : 0))];
+    seq.push_back(t);
+    out.push_back(t);
+    if (t == kTinyEos && !ignore_eos) break;
+  }
+  return out;
+}
 
 // Collects outputs from the engine thread; flags protocol violations.
 class Collector {

@@ -1,8 +1,13 @@
-// FakeExecutor: a ModelExecutor for EngineCore tests that needs no Scheduler reference (the
-// core owns its scheduler). Like FakeModel it keeps a shadow KV store, applies block copies,
-// writes every scheduled token through its block table and samples from the context read back
-// *from the store*, so bad tables, prefix hits or copies change the output. Tokens come from a
-// table of tiny-vocab ids (words, byte tokens that split UTF-8 characters, EOS).
+// FakeExecutor: the one fake runner of the engine tests (the scheduler tests through the
+// Harness, the EngineCore tests through the core), playing the runner's part honestly: it keeps
+// a shadow KV store ([block][slot] = token and position written there), applies block copies,
+// writes every scheduled token through its block table and samples from the context it reads
+// back *from the store*, so a wrong block table, a bad prefix hit or a missed copy-on-write
+// changes the output. It checks the StepPlan contract (step/step_plan.h) that needs only the
+// plan; a caller with the scheduler at hand adds its own checks through on_plan.
+// The next token is a hash of the whole context (reference_outputs() runs the same function on
+// the true token sequence), mapped through a table of output ids (identity by default; the
+// EngineCore tests map into a tiny tokenizer's vocabulary).
 // Test hooks: fail a given call, throw a non-std exception, delay, or block on a gate.
 #pragma once
 
@@ -11,55 +16,68 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <numeric>
+#include <set>
+#include <span>
 #include <thread>
 #include <vector>
 
-#include "engine/model_executor.h"
-#include "fake_model.h"
-#include "tiny_tokenizer.h"
+#include "engine/stop_params.h"
+#include "step/executor.h"
 
 namespace pagoda::engine::testing {
 
-// 64 output ids: every word piece, a few byte tokens, EOS once.
-inline const std::vector<TokenId>& fake_output_table(const tokenizer::Tokenizer& t) {
-  static const std::vector<TokenId> table = [&t] {
-    std::vector<TokenId> v;
-    for (const std::string& w : tiny_words())
-      v.push_back(*t.find_token(w));
-    for (const uint8_t b : {0xC3, 0xA9, 0xE4, 0xB8, 0x96})
-      v.push_back(byte_token(b));
-    v.push_back(kTinyEos);
-    for (int i = 0; static_cast<int>(v.size()) < kVocab; ++i)
-      v.push_back(*t.find_token(tiny_words()[static_cast<size_t>(i) % tiny_words().size()]));
-    return v;
-  }();
-  return table;
+inline constexpr int32_t kVocab = 64;
+
+// next token = f(context): depends on every context token and its position.
+inline TokenId next_token(std::span<const TokenId> context) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t p = 0; p < context.size(); ++p) {
+    h = (h ^ static_cast<uint64_t>(context[p] + 1)) * 1099511628211ull;
+    h ^= p;
+  }
+  return static_cast<TokenId>((h >> 17) % kVocab);
+}
+// Sample i of a forking step is offset so the n samples differ.
+inline TokenId sample_token(std::span<const TokenId> context, int32_t i) {
+  return static_cast<TokenId>((next_token(context) + i) % kVocab);
 }
 
-inline TokenId fake_token(const std::vector<TokenId>& table, std::span<const TokenId> context,
-                          int32_t offset) {
-  return table[static_cast<size_t>(sample_token(context, offset))];
-}
-
-// What sample `index` of a request generates (EOS stops unless ignore_eos).
-inline std::vector<TokenId> fake_reference(const std::vector<TokenId>& table,
-                                           const std::vector<TokenId>& prompt, int32_t max_tokens,
-                                           int32_t index, bool ignore_eos = false) {
+// The reference generation of sample `index` of a request (identity table), stopping the way
+// the scheduler is specified to (EOS / stop ids once min_tokens are out, then max_tokens).
+inline std::vector<TokenId> reference_outputs(const std::vector<TokenId>& prompt,
+                                              const StopParams& stop, int32_t index) {
   std::vector<TokenId> seq = prompt;
   std::vector<TokenId> out;
-  while (static_cast<int32_t>(out.size()) < max_tokens) {
-    const TokenId t = fake_token(table, seq, out.empty() ? index : 0);
+  while (true) {
+    const TokenId t = out.empty() ? sample_token(seq, index) : next_token(seq);
     seq.push_back(t);
     out.push_back(t);
-    if (t == kTinyEos && !ignore_eos) break;
+    const int n = static_cast<int>(out.size());
+    bool stopped = false;
+    if (n >= stop.min_tokens) {
+      for (TokenId e : stop.eos_token_ids)
+        stopped |= !stop.ignore_eos && e == t;
+      for (TokenId e : stop.stop_token_ids)
+        stopped |= e == t;
+    }
+    if (stopped || n >= stop.max_tokens) return out;
   }
-  return out;
 }
 
-class FakeExecutor : public ModelExecutor {
+inline std::vector<TokenId> identity_table() {
+  std::vector<TokenId> t(kVocab);
+  std::iota(t.begin(), t.end(), 0);
+  return t;
+}
+
+class FakeExecutor : public step::Executor {
  public:
-  FakeExecutor(int32_t num_blocks, int32_t block_size, std::vector<TokenId> table)
+  // `table`: kVocab output ids, the i-th hash value's token.
+  FakeExecutor(int32_t num_blocks, int32_t block_size,
+               std::vector<TokenId> table = identity_table())
       : bs_(block_size),
         table_(std::move(table)),
         tokens_(static_cast<size_t>(num_blocks) * block_size, -1),
@@ -68,6 +86,8 @@ class FakeExecutor : public ModelExecutor {
   std::atomic<int64_t> fail_call{-1};   // this call (1-based) returns an error
   std::atomic<int64_t> throw_call{-1};  // this call throws a non-std exception
   std::atomic<int64_t> delay_us{0};
+  // Called with every plan before it runs (the Harness checks it against the scheduler).
+  std::function<void(const step::StepPlan&)> on_plan;
 
   // Gate: while closed, execute() blocks (after announcing it entered).
   void close_gate() {
@@ -88,7 +108,7 @@ class FakeExecutor : public ModelExecutor {
   }
   int64_t num_calls() const { return calls_.load(); }
 
-  Result<StepOutput> execute(const StepPlan& plan) override {
+  Result<step::StepOutput> execute(const step::StepPlan& plan) override {
     const int64_t call = ++calls_;
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -99,22 +119,28 @@ class FakeExecutor : public ModelExecutor {
     if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us.load()));
     if (call == throw_call) throw 42;  // NOLINT: deliberately not a std::exception
     if (call == fail_call) return internal_error("injected executor failure at call {}", call);
+    check_plan(plan);
+    if (on_plan) on_plan(plan);
     for (const kv::BlockCopy& c : plan.block_copies) {
       for (int32_t j = 0; j < bs_; ++j) {
         tokens_[c.dst * bs_ + j] = tokens_[c.src * bs_ + j];
         positions_[c.dst * bs_ + j] = positions_[c.src * bs_ + j];
       }
     }
-    for (const ScheduledRequest& s : plan.requests) {
+    // Write all tokens of the batch, then read (like a per-layer KV write before attention).
+    std::set<int64_t> written;
+    for (const step::ScheduledRequest& s : plan.requests) {
       for (size_t i = 0; i < s.token_ids.size(); ++i) {
         const int64_t p = s.num_computed_tokens + static_cast<int64_t>(i);
         const kv::BlockId b = s.block_table[static_cast<size_t>(p / bs_)];
+        EXPECT_TRUE(written.insert(int64_t{b} * bs_ + p % bs_).second)
+            << "request " << s.id << " writes a slot of block " << b << " written in this step";
         tokens_[b * bs_ + p % bs_] = s.token_ids[i];
         positions_[b * bs_ + p % bs_] = p;
       }
     }
-    StepOutput out;
-    for (const ScheduledRequest& s : plan.requests) {
+    step::StepOutput out;
+    for (const step::ScheduledRequest& s : plan.requests) {
       if (s.num_samples == 0) continue;
       const int64_t end = s.num_computed_tokens + static_cast<int64_t>(s.token_ids.size());
       std::vector<TokenId> context;
@@ -123,11 +149,13 @@ class FakeExecutor : public ModelExecutor {
         EXPECT_EQ(positions_[slot], p) << "request " << s.id << " reads a stale slot";
         context.push_back(tokens_[slot]);
       }
-      SampledTokens st;
+      step::SampledTokens st;
       st.id = s.id;
       for (int32_t i = 0; i < s.num_samples; ++i) {
-        st.token_ids.push_back(fake_token(table_, context, s.sample_index > 0 ? 0 : i));
-        if (s.sampling->logprobs >= 0) st.logprobs.push_back(SampleLogprobs{-1.0f * (i + 1), {}});
+        const TokenId t =
+            table_[static_cast<size_t>(sample_token(context, s.sample_index > 0 ? 0 : i))];
+        st.token_ids.push_back(t);
+        if (s.sampling->logprobs >= 0) st.logprobs.push_back(TokenLogprobs{t, -1.0f * (i + 1), {}});
       }
       out.sampled.push_back(std::move(st));
     }
@@ -135,6 +163,27 @@ class FakeExecutor : public ModelExecutor {
   }
 
  private:
+  // The StepPlan invariants that need only the plan.
+  void check_plan(const step::StepPlan& plan) const {
+    EXPECT_EQ(plan.block_size, bs_);
+    int64_t sum = 0;
+    std::set<RequestId> ids;
+    for (const step::ScheduledRequest& s : plan.requests) {
+      EXPECT_TRUE(ids.insert(s.id).second) << "request " << s.id << " twice in a plan";
+      EXPECT_FALSE(s.token_ids.empty());
+      EXPECT_NE(s.sampling, nullptr);
+      sum += static_cast<int64_t>(s.token_ids.size());
+      const int64_t end = s.num_computed_tokens + static_cast<int64_t>(s.token_ids.size());
+      EXPECT_GE(static_cast<int64_t>(s.block_table.size()) * bs_, end);
+      for (const kv::BlockId b : s.block_table)
+        EXPECT_NE(b, kv::kNullBlockId);
+      if (s.is_new) {
+        EXPECT_GE(static_cast<int64_t>(s.history_token_ids.size()), end);
+      }
+    }
+    EXPECT_EQ(sum, plan.num_scheduled_tokens);
+  }
+
   int32_t bs_;
   std::vector<TokenId> table_;
   std::vector<TokenId> tokens_;

@@ -1,16 +1,18 @@
-// Test harness: a Scheduler + FakeModel, driving steps and collecting each sequence's outputs
+// Test harness: a Scheduler + the FakeExecutor, driving steps through run_step (the engine's
+// one step loop body) and collecting each sequence's outputs
 // (keyed by the id of the request that was added and the sample index) from the events.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "engine/step.h"
-#include "fake_model.h"
+#include "engine/step_loop.h"
+#include "fake_executor.h"
 
 namespace pagoda::engine::testing {
 
@@ -43,10 +45,19 @@ struct SequenceResult {
 class Harness {
  public:
   explicit Harness(const SchedulerConfig& config)
-      : scheduler_(std::move(Scheduler::create(config)).value()), model_(scheduler_) {}
+      : scheduler_(std::move(Scheduler::create(config)).value()),
+        executor_(config.kv.num_blocks, config.kv.block_size) {
+    executor_.on_plan = [this](const step::StepPlan& plan) {
+      check_plan(plan);
+      if (during_step) during_step(plan);
+    };
+  }
+
+  // Called with every plan while it is in flight (inside the executor, before settling).
+  std::function<void(const step::StepPlan&)> during_step;
 
   Scheduler& scheduler() { return scheduler_; }
-  FakeModel& model() { return model_; }
+  FakeExecutor& executor() { return executor_; }
 
   RequestId add(std::vector<TokenId> prompt, int32_t max_tokens, int32_t n = 1,
                 int32_t priority = 0, StopParams stop = {}, std::string salt = "") {
@@ -73,7 +84,7 @@ class Harness {
 
   // One step; records events; checks invariants.
   StepResult step() {
-    StepResult r = run_step(scheduler_, model_);
+    StepResult r = run_step(scheduler_, executor_);
     EXPECT_TRUE(r.status.ok()) << r.status.to_string();
     record(r.events);
     const Status st = scheduler_.check_invariants();
@@ -126,8 +137,29 @@ class Harness {
   }
 
  private:
+  // The plan contract against the scheduler's config and block pool: budgets, and a block shared
+  // with another sequence is written only as a published prefix block that requests admitted in
+  // the same step read (never write).
+  void check_plan(const step::StepPlan& plan) const {
+    const SchedulerConfig& cfg = scheduler_.config();
+    EXPECT_LE(plan.num_scheduled_tokens, cfg.max_num_batched_tokens);
+    EXPECT_LE(static_cast<int32_t>(plan.requests.size()), cfg.max_num_seqs);
+    const kv::BlockPool& pool = scheduler_.kv().pool();
+    const int64_t bs = plan.block_size;
+    for (const step::ScheduledRequest& s : plan.requests) {
+      for (size_t i = 0; i < s.token_ids.size(); ++i) {
+        const int64_t p = s.num_computed_tokens + static_cast<int64_t>(i);
+        const kv::BlockId b = s.block_table[static_cast<size_t>(p / bs)];
+        if (pool.ref_count(b) != 1) {
+          EXPECT_TRUE(pool.block_hash(b).has_value())
+              << "request " << s.id << " writes position " << p << " into shared block " << b;
+        }
+      }
+    }
+  }
+
   Scheduler scheduler_;
-  FakeModel model_;
+  FakeExecutor executor_;
   std::map<RequestId, RequestId> roots_;  // sequence id -> id of the request that was added
   std::map<RequestId, std::vector<TokenId>> prompts_;
   std::map<RequestId, StopParams> stops_;

@@ -1,9 +1,9 @@
 // Randomised scheduler workout over many seeds and configurations (block sizes, tiny caches that
 // force preemption, budgets, thresholds, chunking on/off, FCFS/priority, prefix caching on/off,
 // n > 1, aborts at random moments including while a plan is in flight). Checked every step:
-// the scheduler's own invariants, the plan contract (FakeModel), and that no running decode is
-// skipped unless the step preempted. Checked at the end: every sequence that finished normally
-// produced exactly the reference outputs, and the KV pool is back to its initial state.
+// the scheduler's own invariants, the plan contract (FakeExecutor + Harness), and that no running
+// decode is skipped unless the step preempted. Checked at the end: every sequence that finished
+// normally produced exactly the reference outputs, and the KV pool is back to its initial state.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -87,40 +87,35 @@ void workout(uint32_t seed, Tally& tally) {
       const Request* r = s.find(id);
       if (r->num_tokens() - r->num_computed_tokens() == 1) decoding.push_back(id);
     }
-    StepPlan plan = s.schedule();
-    if (plan.preempted_ids.empty()) {
-      for (RequestId id : decoding) {
-        bool found = false;
-        for (const ScheduledRequest& e : plan.requests)
-          found |= e.id == id;
-        ASSERT_TRUE(found) << "seed " << seed << ": decode of " << id << " skipped";
+    // The plan is checked, and sometimes a request aborted, while it is in flight (from inside
+    // the executor, between schedule and settle).
+    h.during_step = [&](const step::StepPlan& plan) {
+      if (plan.preempted_ids.empty()) {
+        for (RequestId id : decoding) {
+          bool found = false;
+          for (const step::ScheduledRequest& e : plan.requests)
+            found |= e.id == id;
+          EXPECT_TRUE(found) << "seed " << seed << ": decode of " << id << " skipped";
+        }
       }
-    }
+      if (!live.empty() && rng() % 30 == 0) {
+        auto it = live.begin();
+        std::advance(it, rng() % live.size());
+        if (s.abort(*it).ok()) ++tally.aborts;
+        live.erase(it);
+      }
+    };
+    const StepResult r = h.step();
+    const step::StepPlan& plan = r.plan;
     tally.preemptions += static_cast<int64_t>(plan.preempted_ids.size());
     tally.copies += static_cast<int64_t>(plan.block_copies.size());
-    for (const ScheduledRequest& e : plan.requests) {
+    for (const step::ScheduledRequest& e : plan.requests) {
       if (e.is_new && e.num_computed_tokens > 0 && e.sample_index == 0) {
         tally.hits += e.num_computed_tokens;
       }
       if (e.num_samples == 0) ++tally.chunked;
     }
-    if (plan.empty()) {
-      ASSERT_TRUE(s.check_invariants().ok());
-      continue;
-    }
-    auto out = h.model().execute(plan);
-    ASSERT_TRUE(out.ok());
-    // Sometimes abort while the plan is in flight.
-    if (!live.empty() && rng() % 30 == 0) {
-      auto it = live.begin();
-      std::advance(it, rng() % live.size());
-      if (s.abort(*it).ok()) ++tally.aborts;
-      live.erase(it);
-    }
-    auto events = s.update_from_output(plan, *out);
-    ASSERT_TRUE(events.ok()) << events.status().to_string();
-    h.record(*events);
-    for (const RequestEvent& ev : *events) {
+    for (const RequestEvent& ev : r.events) {
       if (ev.finish_reason) {
         live.erase(ev.id);
         ++tally.finished;

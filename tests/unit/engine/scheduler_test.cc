@@ -1,4 +1,4 @@
-// Scheduler behaviour, one property per test, with the FakeModel playing the runner: budgets,
+// Scheduler behaviour, one property per test, with the FakeExecutor playing the runner: budgets,
 // chunked prefill, decodes never stalled by a long prompt, preemption order and recompute,
 // admission failures, prefix-cache hits, aborts in every state, priorities, n > 1 forks with
 // copy-on-write, stop conditions, and runner failures.
@@ -17,8 +17,8 @@ using testing::Harness;
 using testing::make_prompt;
 using testing::small_config;
 
-const ScheduledRequest* entry(const StepPlan& plan, RequestId id) {
-  for (const ScheduledRequest& s : plan.requests) {
+const step::ScheduledRequest* entry(const step::StepPlan& plan, RequestId id) {
+  for (const step::ScheduledRequest& s : plan.requests) {
     if (s.id == id) return &s;
   }
   return nullptr;
@@ -156,10 +156,10 @@ TEST(Scheduler, ALongPrefillNeverStallsARunningDecode) {
   int steps_with_b = 0;
   while (h.scheduler().find(a) != nullptr) {
     const StepResult r = h.step();
-    const ScheduledRequest* ea = entry(r.plan, a);
+    const step::ScheduledRequest* ea = entry(r.plan, a);
     ASSERT_NE(ea, nullptr) << "decode skipped at step " << r.plan.step_id;
     EXPECT_EQ(ea->token_ids.size(), 1u);
-    if (const ScheduledRequest* eb = entry(r.plan, b)) {
+    if (const step::ScheduledRequest* eb = entry(r.plan, b)) {
       ++steps_with_b;
       EXPECT_LE(eb->token_ids.size(), 63u);
     }
@@ -281,7 +281,7 @@ TEST(Scheduler, PriorityOrderIsValueThenArrival) {
   std::vector<RequestId> order;
   while (h.scheduler().has_unfinished_requests()) {
     const StepResult r = h.step();
-    for (const ScheduledRequest& s : r.plan.requests)
+    for (const step::ScheduledRequest& s : r.plan.requests)
       order.push_back(s.id);
   }
   EXPECT_EQ(order, (std::vector<RequestId>{d, b, a, c}));
@@ -293,7 +293,7 @@ TEST(Scheduler, FcfsAdmitsInArrivalOrderWithoutSkipping) {
   const RequestId b = h.add(make_prompt(3, 2), 2, 1, 0);
   std::vector<RequestId> order;
   while (h.scheduler().has_unfinished_requests()) {
-    for (const ScheduledRequest& s : h.step().plan.requests) {
+    for (const step::ScheduledRequest& s : h.step().plan.requests) {
       if (order.empty() || order.back() != s.id) order.push_back(s.id);
     }
   }
@@ -310,7 +310,7 @@ TEST(Scheduler, PrefixCacheHitsSkipComputedTokens) {
     longer.push_back(t);
   const RequestId second = h.add(longer, 3);
   const StepResult r = h.step();
-  const ScheduledRequest* e = entry(r.plan, second);
+  const step::ScheduledRequest* e = entry(r.plan, second);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->num_computed_tokens, 64);
   EXPECT_EQ(e->token_ids.size(), 10u);
@@ -360,7 +360,7 @@ TEST(Scheduler, AFailedStepDropsTheBlocksItPublished) {
   Harness h(small_config(64, 16, 256, 4));
   const std::vector<TokenId> prompt = make_prompt(40, 22);
   h.add(prompt, 2);
-  const StepPlan plan = h.scheduler().schedule();
+  const step::StepPlan plan = h.scheduler().schedule();
   EXPECT_EQ(h.scheduler().stats().kv.num_cached_blocks, 2);  // published when planned
   const auto events = h.scheduler().fail_step(plan);
   ASSERT_EQ(events.size(), 1u);
@@ -410,14 +410,14 @@ TEST(Scheduler, AbortFreesBlocksInEveryState) {
 
   // Running and in flight: blocks are released only when the plan is settled.
   const RequestId c = h.add(make_prompt(4, 4), 12);
-  StepPlan plan = h.scheduler().schedule();
+  step::StepPlan plan = h.scheduler().schedule();
   ASSERT_NE(entry(plan, c), nullptr);
   // The plan tells the runner which requests are gone since the previous one.
   for (RequestId gone : {waiting, b}) {
     EXPECT_NE(std::find(plan.finished_ids.begin(), plan.finished_ids.end(), gone),
               plan.finished_ids.end());
   }
-  const auto out = h.model().execute(plan);
+  const auto out = h.executor().execute(plan);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(h.scheduler().abort(c).ok());
   EXPECT_TRUE(h.scheduler().kv().contains(c));  // the runner may still be writing
@@ -468,7 +468,7 @@ TEST(Scheduler, ForksNSamplesSharingThePromptBlocks) {
   const StepResult second = h.step();
   EXPECT_EQ(second.plan.requests.size(), 3u);
   EXPECT_EQ(second.plan.block_copies.size(), 2u);  // two writers copy, the last owns it alone
-  for (const ScheduledRequest& s : second.plan.requests) {
+  for (const step::ScheduledRequest& s : second.plan.requests) {
     EXPECT_EQ(s.is_new, s.id != id);
     EXPECT_EQ(s.num_computed_tokens, 10);
   }
@@ -530,19 +530,14 @@ TEST(Scheduler, StopsOnEosStopTokensMinTokensAndLength) {
   h.expect_pool_idle();
 }
 
-class FailingModel : public ModelExecutor {
- public:
-  Result<StepOutput> execute(const StepPlan&) override { return internal_error("device lost"); }
-};
-
 TEST(Scheduler, RunnerFailureFailsThePlanRequestsAndFreesThem) {
   Harness h(small_config(64, 4, 64, 8));
   const RequestId a = h.add(make_prompt(5, 1), 4);
   const RequestId b = h.add(make_prompt(5, 2), 4);
-  FailingModel failing;
-  const StepResult r = run_step(h.scheduler(), failing);
+  h.executor().fail_call = h.executor().num_calls() + 1;
+  const StepResult r = run_step(h.scheduler(), h.executor());
   EXPECT_FALSE(r.status.ok());
-  EXPECT_NE(r.status.message().find("device lost"), std::string::npos);
+  EXPECT_NE(r.status.message().find("injected executor failure"), std::string::npos);
   ASSERT_EQ(r.events.size(), 2u);
   for (const RequestEvent& ev : r.events)
     EXPECT_EQ(ev.finish_reason, FinishReason::kError);
@@ -554,16 +549,16 @@ TEST(Scheduler, RunnerFailureFailsThePlanRequestsAndFreesThem) {
 TEST(Scheduler, MalformedRunnerOutputIsRejectedBeforeAnythingChanges) {
   Harness h(small_config(64, 4, 64, 8));
   const RequestId a = h.add(make_prompt(5, 1), 4);
-  const StepPlan plan = h.scheduler().schedule();
-  StepOutput wrong_id;
-  wrong_id.sampled.push_back(SampledTokens{a + 100, {1}, {}});
+  const step::StepPlan plan = h.scheduler().schedule();
+  step::StepOutput wrong_id;
+  wrong_id.sampled.push_back(step::SampledTokens{a + 100, {1}, {}});
   auto r1 = h.scheduler().update_from_output(plan, wrong_id);
   ASSERT_FALSE(r1.ok());
   EXPECT_EQ(r1.status().code(), StatusCode::kInternal);
-  StepOutput two_tokens;
-  two_tokens.sampled.push_back(SampledTokens{a, {1, 2}, {}});
+  step::StepOutput two_tokens;
+  two_tokens.sampled.push_back(step::SampledTokens{a, {1, 2}, {}});
   EXPECT_FALSE(h.scheduler().update_from_output(plan, two_tokens).ok());
-  StepOutput missing;
+  step::StepOutput missing;
   EXPECT_FALSE(h.scheduler().update_from_output(plan, missing).ok());
   EXPECT_EQ(h.scheduler().find(a)->num_output_tokens(), 0);
   EXPECT_TRUE(h.scheduler().step_outstanding());
@@ -576,12 +571,12 @@ TEST(Scheduler, MalformedRunnerOutputIsRejectedBeforeAnythingChanges) {
 TEST(Scheduler, LogprobsTravelToTheEvents) {
   Harness h(small_config(64, 4, 64, 8));
   const RequestId a = h.add(make_prompt(5, 1), 4);
-  const StepPlan plan = h.scheduler().schedule();
-  StepOutput out;
-  SampleLogprobs lp;
+  const step::StepPlan plan = h.scheduler().schedule();
+  step::StepOutput out;
+  TokenLogprobs lp;
   lp.logprob = -0.5f;
   lp.top = {{3, -0.5f}, {4, -1.5f}};
-  out.sampled.push_back(SampledTokens{a, {3}, {lp}});
+  out.sampled.push_back(step::SampledTokens{a, {3}, {lp}});
   auto events = h.scheduler().update_from_output(plan, out);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 1u);

@@ -163,13 +163,13 @@ TEST(SamplerTest, LogprobsAreTheRawLogSoftmax) {
   Sampler s(p, 3, {});
   std::vector<float> logits = {1.0f, 0.0f, 2.0f};
   const auto probs = softmax(logits);
-  SampleResult r = s.sample(logits);
+  TokenLogprobs r = s.sample(logits);
   EXPECT_EQ(r.token, 1);
   EXPECT_NEAR(r.logprob, std::log(probs[1]), 1e-5);
   ASSERT_EQ(r.top.size(), 2u);
-  EXPECT_EQ(r.top[0].token, 2);
-  EXPECT_NEAR(r.top[0].logprob, std::log(probs[2]), 1e-5);
-  EXPECT_EQ(r.top[1].token, 0);
+  EXPECT_EQ(r.top[0].first, 2);
+  EXPECT_NEAR(r.top[0].second, std::log(probs[2]), 1e-5);
+  EXPECT_EQ(r.top[1].first, 0);
 }
 
 }  // namespace

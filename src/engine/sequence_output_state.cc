@@ -1,5 +1,5 @@
-// Detokenize -> stop-string filter -> public delta, per sequence (see output_processor.h).
-#include "engine/output_processor.h"
+// Detokenize -> stop-string filter -> public delta, per sequence (see sequence_output_state.h).
+#include "engine/sequence_output_state.h"
 
 #include "base/check.h"
 
@@ -10,20 +10,6 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 }  // namespace
-
-pagoda::FinishReason to_public(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return pagoda::FinishReason::kStop;
-    case FinishReason::kLength:
-      return pagoda::FinishReason::kLength;
-    case FinishReason::kAbort:
-      return pagoda::FinishReason::kAbort;
-    case FinishReason::kError:
-      return pagoda::FinishReason::kError;
-  }
-  return pagoda::FinishReason::kError;
-}
 
 SequenceOutputState::SequenceOutputState(const tokenizer::Tokenizer& tokenizer,
                                          std::shared_ptr<const OutputOptions> options,
@@ -46,7 +32,7 @@ void SequenceOutputState::fill_final(RequestOutput& out, FinishReason reason,
                                      Clock::time_point now) {
   finished_ = true;
   out.finished = true;
-  out.finish_reason = to_public(reason);
+  out.finish_reason = reason;
   out.usage.prompt_tokens = static_cast<int32_t>(num_prompt_tokens_);
   out.usage.completion_tokens = static_cast<int32_t>(num_output_tokens_);
   out.usage.cached_tokens = static_cast<int32_t>(num_cached_tokens_);
@@ -83,14 +69,8 @@ SequenceOutputState::Processed SequenceOutputState::process(const RequestEvent& 
       out.text_delta += matcher_.push(detokenizer_.push(ev.new_token_ids[i]));
     }
     for (size_t i = 0; i < ev.new_logprobs.size() && i < ev.new_token_ids.size(); ++i) {
-      const SampleLogprobs& s = ev.new_logprobs[i];
-      TokenLogprobs lp;
-      lp.token = ev.new_token_ids[i];
-      lp.logprob = s.logprob;
-      lp.top.reserve(s.top.size());
-      for (const TokenLogprob& t : s.top)
-        lp.top.emplace_back(t.token_id, t.logprob);
-      out.logprobs.push_back(std::move(lp));
+      out.logprobs.push_back(ev.new_logprobs[i]);
+      out.logprobs.back().token = ev.new_token_ids[i];
     }
   }
 

@@ -1,5 +1,5 @@
 // StepPlan / StepOutput: the plain-data contract between the Scheduler (engine/) and the runner
-// (runner/, through ModelExecutor). One plan = one forward pass over a batch of sequences.
+// (runner/, through step::Executor). One plan = one forward pass over a batch of sequences.
 //
 // StepPlan invariants (the runner may rely on them):
 //  - requests[] ids are distinct; each entry computes token_ids[i] at position
@@ -24,11 +24,11 @@
 #include <memory>
 #include <vector>
 
-#include "engine/request.h"
-#include "engine/sampling_params.h"
 #include "kv/kv_types.h"
+#include "pagoda/sampling_params.h"
+#include "step/ids.h"
 
-namespace pagoda::engine {
+namespace pagoda::step {
 
 struct ScheduledRequest {
   RequestId id = 0;
@@ -65,22 +65,13 @@ struct StepPlan {
   bool empty() const { return requests.empty(); }
 };
 
-struct TokenLogprob {
-  TokenId token_id = 0;
-  float logprob = 0;
-};
-
-// Log-probabilities for one sampled token (after the runner's logits processing).
-struct SampleLogprobs {
-  float logprob = 0;              // of the sampled token
-  std::vector<TokenLogprob> top;  // SamplingParams::logprobs best alternatives, descending
-};
-
 struct SampledTokens {
   RequestId id = 0;
-  std::vector<TokenId> token_ids;        // exactly num_samples of the plan entry; sample i goes to
-                                         // the request (i == 0) or its i-th forked child
-  std::vector<SampleLogprobs> logprobs;  // empty, or one per token_ids entry
+  std::vector<TokenId> token_ids;  // exactly num_samples of the plan entry; sample i goes to
+                                   // the request (i == 0) or its i-th forked child
+  // Empty, or one per token_ids entry (after the runner's logits processing; top holds the
+  // SamplingParams::logprobs best alternatives, descending).
+  std::vector<TokenLogprobs> logprobs;
 };
 
 // The runner's answer to a StepPlan: one entry per plan request with num_samples > 0, in plan
@@ -89,4 +80,4 @@ struct StepOutput {
   std::vector<SampledTokens> sampled;
 };
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::step

@@ -3,7 +3,7 @@
 // logprobs, usage and timings. The reference text is Tokenizer::decode of the same ids (a
 // different code path from the incremental detokenizer), sanitised and cut at the first stop
 // string by a naive scan.
-#include "engine/output_processor.h"
+#include "engine/sequence_output_state.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ using testing::kTinyBos;
 using testing::kTinyEos;
 using testing::word_token;
 
-class OutputProcessorTest : public ::testing::Test {
+class SequenceOutputStateTest : public ::testing::Test {
  protected:
   void SetUp() override { tok_ = testing::make_tiny_tokenizer(); }
 
@@ -70,7 +70,7 @@ class OutputProcessorTest : public ::testing::Test {
   std::unique_ptr<tokenizer::Tokenizer> tok_;
 };
 
-TEST_F(OutputProcessorTest, StopStringSplitAcrossTokens) {
+TEST_F(SequenceOutputStateTest, StopStringSplitAcrossTokens) {
   const auto& t = *tok_;
   // " Hello world" as " Hel"... pieces: "▁Hello" "▁wor" "ld" "!"
   const std::vector<TokenId> ids = {word_token(t, " Hello"), word_token(t, " wor"),
@@ -89,7 +89,7 @@ TEST_F(OutputProcessorTest, StopStringSplitAcrossTokens) {
   EXPECT_EQ(outs[1].usage.completion_tokens, 2);
 }
 
-TEST_F(OutputProcessorTest, NeedsAbortOnlyWhenTheSchedulerStillRunsIt) {
+TEST_F(SequenceOutputStateTest, NeedsAbortOnlyWhenTheSchedulerStillRunsIt) {
   const auto& t = *tok_;
   SequenceOutputState s(t, options({"STOP"}, false), 0, Clock::now());
   RequestEvent ev;
@@ -108,7 +108,7 @@ TEST_F(OutputProcessorTest, NeedsAbortOnlyWhenTheSchedulerStillRunsIt) {
   EXPECT_EQ(p2.output.stop_reason, "STOP");
 }
 
-TEST_F(OutputProcessorTest, IncludeStopStringInOutput) {
+TEST_F(SequenceOutputStateTest, IncludeStopStringInOutput) {
   const auto& t = *tok_;
   const std::vector<TokenId> ids = {word_token(t, " the"), word_token(t, "ST"), word_token(t, "OP"),
                                     word_token(t, "a")};
@@ -121,7 +121,7 @@ TEST_F(OutputProcessorTest, IncludeStopStringInOutput) {
   EXPECT_EQ(text_of(outs), "theSTOP");
 }
 
-TEST_F(OutputProcessorTest, Utf8SplitAcrossByteTokens) {
+TEST_F(SequenceOutputStateTest, Utf8SplitAcrossByteTokens) {
   const auto& t = *tok_;
   // "é" = C3 A9, "世" = E4 B8 96, each split into byte tokens.
   const std::vector<TokenId> ids = {word_token(t, "a"), byte_token(0xC3), byte_token(0xA9),
@@ -136,7 +136,7 @@ TEST_F(OutputProcessorTest, Utf8SplitAcrossByteTokens) {
   EXPECT_EQ(outs.back().finish_reason, pagoda::FinishReason::kLength);
 }
 
-TEST_F(OutputProcessorTest, StopStringWithAMultiByteCharacterSplitAcrossBytes) {
+TEST_F(SequenceOutputStateTest, StopStringWithAMultiByteCharacterSplitAcrossBytes) {
   const auto& t = *tok_;
   const std::vector<TokenId> ids = {word_token(t, "a"), byte_token(0xC3), byte_token(0xA9),
                                     word_token(t, "b"), word_token(t, "c")};
@@ -153,7 +153,7 @@ TEST_F(OutputProcessorTest, StopStringWithAMultiByteCharacterSplitAcrossBytes) {
             "b");
 }
 
-TEST_F(OutputProcessorTest, AnIncompleteTailBecomesReplacementAtLength) {
+TEST_F(SequenceOutputStateTest, AnIncompleteTailBecomesReplacementAtLength) {
   const auto& t = *tok_;
   SequenceOutputState s(t, options({}, false), 0, Clock::now());
   auto outs =
@@ -161,7 +161,7 @@ TEST_F(OutputProcessorTest, AnIncompleteTailBecomesReplacementAtLength) {
   EXPECT_EQ(text_of(outs), "a\xef\xbf\xbd");
 }
 
-TEST_F(OutputProcessorTest, LengthFlushesTheHeldBackPrefix) {
+TEST_F(SequenceOutputStateTest, LengthFlushesTheHeldBackPrefix) {
   const auto& t = *tok_;
   SequenceOutputState s(t, options({"xyz!"}, false), 0, Clock::now());
   auto outs =
@@ -173,7 +173,7 @@ TEST_F(OutputProcessorTest, LengthFlushesTheHeldBackPrefix) {
   EXPECT_EQ(outs[2].finish_reason, pagoda::FinishReason::kLength);
 }
 
-TEST_F(OutputProcessorTest, StopTokenTextOnlyOnRequest) {
+TEST_F(SequenceOutputStateTest, StopTokenTextOnlyOnRequest) {
   const auto& t = *tok_;
   const TokenId stop = word_token(t, "!");
   {
@@ -197,7 +197,7 @@ TEST_F(OutputProcessorTest, StopTokenTextOnlyOnRequest) {
   }
 }
 
-TEST_F(OutputProcessorTest, LeadingSpaceKeptAfterATextPrompt) {
+TEST_F(SequenceOutputStateTest, LeadingSpaceKeptAfterATextPrompt) {
   const auto& t = *tok_;
   SequenceOutputState s(t, options({}, false, {kTinyBos, word_token(t, " Hello")}), 0,
                         Clock::now());
@@ -205,13 +205,14 @@ TEST_F(OutputProcessorTest, LeadingSpaceKeptAfterATextPrompt) {
   EXPECT_EQ(text_of(outs), " world");
 }
 
-TEST_F(OutputProcessorTest, LogprobsUsageAndTimings) {
+TEST_F(SequenceOutputStateTest, LogprobsUsageAndTimings) {
   const auto& t = *tok_;
   const Clock::time_point arrival = Clock::now();
   SequenceOutputState s(t, options({}, false), 2, arrival);
   RequestEvent ev;
   ev.new_token_ids = {word_token(t, "a")};
-  ev.new_logprobs = {SampleLogprobs{-0.5f, {{word_token(t, "a"), -0.5f}, {kTinyEos, -1.5f}}}};
+  ev.new_logprobs = {
+      TokenLogprobs{word_token(t, "a"), -0.5f, {{word_token(t, "a"), -0.5f}, {kTinyEos, -1.5f}}}};
   ev.num_output_tokens = 1;
   ev.num_prompt_tokens = 5;
   ev.num_cached_tokens = 4;
@@ -242,7 +243,7 @@ TEST_F(OutputProcessorTest, LogprobsUsageAndTimings) {
   EXPECT_NEAR(p3.output.timings.mean_tpot_seconds, 0.003, 1e-9);
 }
 
-TEST_F(OutputProcessorTest, AbortAndErrorStreamNothing) {
+TEST_F(SequenceOutputStateTest, AbortAndErrorStreamNothing) {
   const auto& t = *tok_;
   SequenceOutputState s(t, options({"zzz"}, false), 0, Clock::now());
   auto outs = run(s, {word_token(t, "z")}, std::nullopt);
@@ -264,7 +265,7 @@ TEST_F(OutputProcessorTest, AbortAndErrorStreamNothing) {
 // Random token streams (words, byte tokens that may form broken UTF-8, control tokens) with stop
 // strings cut from the reference text: the streamed text equals sanitize(decode(ids)) cut at the
 // first stop string, and every delta is valid UTF-8.
-TEST_F(OutputProcessorTest, RandomStreamsAgainstDecode) {
+TEST_F(SequenceOutputStateTest, RandomStreamsAgainstDecode) {
   const auto& t = *tok_;
   std::mt19937 rng(5);
   std::vector<TokenId> pool;

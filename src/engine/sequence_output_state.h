@@ -75,6 +75,4 @@ class SequenceOutputState {
   std::optional<Clock::time_point> last_token_;
 };
 
-pagoda::FinishReason to_public(FinishReason reason);
-
 }  // namespace pagoda::engine
