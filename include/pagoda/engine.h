@@ -35,7 +35,10 @@ struct EngineConfig {
   int32_t max_num_seqs = 64;             // running requests per step
   int32_t max_num_batched_tokens = 512;  // tokens computed per step (prefill chunks + decodes)
   int32_t max_model_len = 0;             // 0: the model's context length
-  int32_t max_queue = 1024;              // waiting requests before add_request refuses
+  // A max_model_len above the model's context length is lowered to it (true) or refused (false).
+  // `pagoda run` sizes max_model_len from its prompt before the model is loaded.
+  bool clamp_max_model_len = false;
+  int32_t max_queue = 1024;  // waiting requests before add_request refuses
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   int32_t num_threads = 0;  // 0: all cores

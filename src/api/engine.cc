@@ -118,8 +118,11 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
 
   int32_t max_model_len = config.max_model_len == 0 ? mc.context_length : config.max_model_len;
   if (mc.context_length > 0 && max_model_len > mc.context_length) {
-    return invalid_argument("max_model_len ({}) exceeds the model's context length ({})",
-                            max_model_len, mc.context_length);
+    if (!config.clamp_max_model_len) {
+      return invalid_argument("max_model_len ({}) exceeds the model's context length ({})",
+                              max_model_len, mc.context_length);
+    }
+    max_model_len = mc.context_length;
   }
   if (max_model_len < 2) {
     return invalid_argument("max_model_len must be >= 2, got {}", max_model_len);
