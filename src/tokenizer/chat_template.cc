@@ -1,4 +1,4 @@
-// ChatTemplate: Hugging Face-compatible chat template rendering on top of the jinja/
+// ChatTemplate: Hugging Face-compatible chat template rendering on top of the src/jinja/
 // interpreter. The variables match transformers' apply_chat_template: messages, tools (None
 // when absent), documents (None), add_generation_prompt, bos_token, eos_token, then any extra
 // context (which may override them).
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/jinja/template.h"
+#include "jinja/template.h"
 
 namespace pagoda::tokenizer {
 

@@ -1,7 +1,7 @@
 // ChatTemplate: renders a model's Jinja2 chat template (tokenizer.chat_template) the way
 // Hugging Face transformers does (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
 // raise_exception, tojson, strftime_now), with bounded time and output size. The renderer is
-// our own Jinja interpreter (src/tokenizer/jinja/), byte-identical to python3-jinja2 on the
+// our own Jinja interpreter (src/jinja/), byte-identical to python3-jinja2 on the
 // templates and conversations of the tests.
 //
 // Inputs are nlohmann::ordered_json: Python keeps dict keys in insertion order, and tojson

@@ -10,8 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "jinja/py_text.h"
 #include "oracle_client.h"
-#include "tokenizer/jinja/py_text.h"
 
 namespace pagoda::tokenizer::testing {
 namespace {

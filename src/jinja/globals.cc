@@ -4,10 +4,10 @@
 #include <cmath>
 #include <ctime>
 
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/interpreter.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -435,4 +435,4 @@ void append_json(Interp& in, std::string& out, const Value& v, const JsonOptions
   in.check_string(out.size());
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -1,12 +1,12 @@
 // Python str semantics over UTF-8 (see py_text.h).
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/py_text.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 char32_t decode_utf8(std::string_view s, size_t& i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
@@ -753,4 +753,4 @@ std::optional<double> py_parse_float(std::string_view s) {
   return neg ? -v : v;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

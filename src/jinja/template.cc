@@ -1,11 +1,11 @@
 // Template: parse once, render many times (see template.h).
-#include "tokenizer/jinja/template.h"
+#include "jinja/template.h"
 
 #include <new>
 
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 Status to_status(const TemplateError& e) {
   const std::string where = e.line > 0 ? fmt::format("chat template line {}: ", e.line) : "";
@@ -69,4 +69,4 @@ Result<std::string> Template::render(const DictData& context, const RenderLimits
   }
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

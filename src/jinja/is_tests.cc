@@ -1,8 +1,8 @@
 // Jinja's builtin tests, the right-hand side of `x is name` (jinja2/tests.py of Jinja 3.1).
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/interpreter.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -235,4 +235,4 @@ TestFn find_test(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/builtins.h"
+#include "jinja/value.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 struct Expr;
 struct Stmt;
@@ -143,4 +143,4 @@ struct Stmt {
   Stmt(StmtKind k, int l) : kind(k), line(l) {}
 };
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/interpreter.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -471,4 +471,4 @@ std::vector<std::optional<Value>> bind_args(std::string_view function, Args& arg
   return out;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

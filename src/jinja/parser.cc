@@ -1,14 +1,14 @@
 // Recursive-descent parser for Jinja templates (see parser.h). Function names follow
 // jinja2.parser so the two can be read side by side.
-#include "tokenizer/jinja/parser.h"
+#include "jinja/parser.h"
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/lexer.h"
+#include "jinja/error.h"
+#include "jinja/lexer.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -918,4 +918,4 @@ ParsedTemplate parse_template(std::string_view source) {
   return out;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/interpreter.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -396,4 +396,4 @@ Value str_format(Interp& in, const std::string& format, Args& args) {
   return Value::string(std::move(out));
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

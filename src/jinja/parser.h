@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja/ast.h"
+#include "jinja/ast.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 inline constexpr int kMaxExprDepth = 128;  // AST depth of one expression
 inline constexpr int kMaxNesting = 100;    // nested statements / parser recursion
@@ -23,4 +23,4 @@ struct ParsedTemplate {
 // Throws TemplateError (kSyntax or kUnsupported, with the line).
 ParsedTemplate parse_template(std::string_view source);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

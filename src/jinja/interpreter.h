@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/value.h"
+#include "jinja/ast.h"
+#include "jinja/builtins.h"
+#include "jinja/value.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 class Template;
 
@@ -156,4 +156,4 @@ bool contains(Interp& in, const Value& container, const Value& item);
 Value percent_format(Interp& in, const Value& format, const Value& args);
 Value str_format(Interp& in, const std::string& format, Args& args);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

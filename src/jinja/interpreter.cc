@@ -1,12 +1,12 @@
 // Interp: evaluates expressions and executes statements (see interpreter.h).
-#include "tokenizer/jinja/interpreter.h"
+#include "jinja/interpreter.h"
 
 #include <algorithm>
 
-#include "tokenizer/jinja/py_text.h"
-#include "tokenizer/jinja/template.h"
+#include "jinja/py_text.h"
+#include "jinja/template.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -956,4 +956,4 @@ void Interp::exec_call_block(const Stmt& s, const ScopePtr& scope, std::string& 
   emit(out, to_str(result));
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

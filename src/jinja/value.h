@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/error.h"
+#include "jinja/error.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 class Interp;
 class Value;
@@ -210,4 +210,4 @@ inline bool py_less(const Value& a, const Value& b) {
 // Throws TypeError "unhashable type: 'list'" for list/dict keys.
 void require_hashable(const Value& key);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

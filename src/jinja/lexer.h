@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 enum class Tok : uint8_t {
   kData,        // literal text (already whitespace-controlled)
@@ -46,4 +46,4 @@ std::vector<Token> tokenize(std::string_view source);
 // Human-readable token description for error messages ("end of statement block", "'x'").
 std::string describe(const Token& t);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/parser.h"
+#include "jinja/interpreter.h"
+#include "jinja/parser.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 class Template {
  public:
@@ -49,4 +49,4 @@ class Template {
 // Error -> Status, as Template::parse/render report them.
 Status to_status(const TemplateError& e);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -1,16 +1,16 @@
 // Lexer for Jinja2 templates with trim_blocks + lstrip_blocks (see lexer.h). The structure
 // mirrors jinja2.lexer.Lexer.tokeniter: a root state that cuts data at the next tag start,
 // and tag states that emit expression tokens until their end delimiter.
-#include "tokenizer/jinja/lexer.h"
+#include "jinja/lexer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
-#include "tokenizer/jinja/error.h"
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/error.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -561,4 +561,4 @@ std::string describe(const Token& t) {
   return "token";
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

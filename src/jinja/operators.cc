@@ -3,9 +3,9 @@
 // overflow is reported as unsupported rather than wrapping.
 #include <cmath>
 
-#include "tokenizer/jinja/interpreter.h"
+#include "jinja/interpreter.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -226,4 +226,4 @@ bool contains(Interp& in, const Value& container, const Value& item) {
   fail("argument of type '{}' is not iterable", container.type_name());
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

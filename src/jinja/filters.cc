@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/interpreter.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 namespace {
 
@@ -856,4 +856,4 @@ FilterFn find_filter(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

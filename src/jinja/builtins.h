@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 class Interp;
 
@@ -58,4 +58,4 @@ void append_json(Interp& in, std::string& out, const Value& v, const JsonOptions
 std::vector<std::optional<Value>> bind_args(std::string_view function, Args& args,
                                             std::initializer_list<std::string_view> params);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -1,6 +1,6 @@
 // TemplateError: how failures travel inside the Jinja interpreter. It is thrown internally
 // (deep recursion makes Status plumbing noisy) and always caught at Template::parse/render,
-// which turn it into a Status; it never leaves the tokenizer library.
+// which turn it into a Status; it never leaves the jinja library.
 #pragma once
 
 #include <fmt/format.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 enum class ErrorKind {
   kSyntax,       // the template does not parse
@@ -34,4 +34,4 @@ template <typename... Args>
   throw TemplateError{kind, fmt::format(f, std::forward<Args>(args)...)};
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 // Decodes the code point at s[i] and advances i (i < s.size()).
 char32_t decode_utf8(std::string_view s, size_t& i);
@@ -75,4 +75,4 @@ double py_round(double x, int64_t ndigits);
 std::optional<int64_t> py_parse_int(std::string_view s, int base);
 std::optional<double> py_parse_float(std::string_view s);
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja

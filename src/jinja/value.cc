@@ -1,12 +1,12 @@
 // Value: Python object semantics for the Jinja interpreter (see value.h).
-#include "tokenizer/jinja/value.h"
+#include "jinja/value.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tokenizer/jinja/py_text.h"
+#include "jinja/py_text.h"
 
-namespace pagoda::tokenizer::jinja {
+namespace pagoda::jinja {
 
 Value Value::string(std::string s) {
   Value v(Kind::kString);
@@ -434,4 +434,4 @@ void require_hashable(const Value& key) {
   }
 }
 
-}  // namespace pagoda::tokenizer::jinja
+}  // namespace pagoda::jinja
