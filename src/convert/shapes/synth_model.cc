@@ -1,4 +1,4 @@
-#include "model/shapes/synth_model.h"
+#include "convert/shapes/synth_model.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 #include "format/gguf_file.h"
 #include "tensor/float16.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
@@ -280,4 +280,4 @@ Result<format::GgufWriter> build_synth_model(const ModelShape& shape, const form
   return w;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -8,7 +8,7 @@
 //   order GGUF llama files use (rows (h, s, i) -> (h, i, s), s the half, i < head_dim/2); qwen2
 //   keeps them (its GGUF also uses rotate-half RoPE);
 // - Mixtral experts are stacked into blk.N.ffn_{gate,up,down}_exps.weight [.., .., experts];
-// - tensor types follow the file type's mix (model/quantize/quant_mix.h); tensors it never
+// - tensor types follow the file type's mix (convert/quantize/quant_mix.h); tensors it never
 //   quantises (norms, rope factors, the MoE router) are written as F32, as llama.cpp's converter
 //   does.
 // Data is streamed from the safetensors mappings row by row at write time (rows in parallel).
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "convert/quantize/model_quantizer.h"
 #include "model/hf/hf_checkpoint.h"
 #include "model/hf/hf_tokenizer_files.h"
-#include "model/quantize/model_quantizer.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 
 struct ConvertOptions {
   FileType file_type = FileType::kF16;
@@ -35,8 +35,8 @@ struct ConvertOptions {
 // The writer reads the checkpoint's mappings at write time: `checkpoint` is kept alive by it.
 // Errors before writing: an unsupported layout (a missing expert, a tensor pagoda cannot map);
 // while writing: a non-finite weight (naming tensor and row).
-Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> checkpoint,
-                                          const HfTokenizerFiles& tokenizer,
+Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const model::HfCheckpoint> checkpoint,
+                                          const model::HfTokenizerFiles& tokenizer,
                                           const ConvertOptions& options,
                                           QuantizeProgressFn progress = nullptr);
 
@@ -44,4 +44,4 @@ Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> ch
 // `n_head` heads of `rows / n_head` rows each (an even number). Exposed for tests.
 int64_t gguf_qk_source_row(int64_t gguf_row, int64_t rows, int32_t n_head);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -1,4 +1,4 @@
-#include "model/hf/hf_to_gguf.h"
+#include "convert/hf_to_gguf.h"
 
 #include <omp.h>
 
@@ -13,10 +13,14 @@
 #include "kernels/quant.h"
 #include "tensor/float16.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 using format::GgufWriteValue;
+using model::HfCheckpoint;
+using model::HfTensor;
+using model::HfTokenizerFiles;
+using model::ModelConfig;
 using tensor::DType;
 
 // Elements converted per chunk handed to the writer.
@@ -381,4 +385,4 @@ Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> ch
   return out;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

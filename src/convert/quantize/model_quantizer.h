@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "base/status.h"
+#include "convert/quantize/quant_mix.h"
 #include "format/gguf_writer.h"
-#include "model/quantize/quant_mix.h"
 
 namespace pagoda::format {
 class GgufFile;
 }
 
-namespace pagoda::model {
+namespace pagoda::convert {
 
 struct QuantizeOptions {
   FileType file_type = FileType::kQ4_K_M;
@@ -52,4 +52,4 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
 // What the mix rules need, read from `in`'s metadata (<arch>.block_count etc.).
 MixModel mix_model_from_gguf(const format::GgufFile& in);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -14,15 +14,15 @@
 #include <string>
 
 #include "base/status.h"
+#include "convert/shapes/model_shape.h"
 #include "format/gguf_writer.h"
-#include "model/shapes/model_shape.h"
 #include "tensor/dtype.h"
 
 namespace pagoda::format {
 class GgufFile;
 }
 
-namespace pagoda::model {
+namespace pagoda::convert {
 
 struct SynthOptions {
   tensor::DType dtype = tensor::DType::kF16;  // F32, F16 or BF16 for the matrices
@@ -48,4 +48,4 @@ Result<format::GgufWriter> build_synth_model(const ModelShape& shape, const form
 // approximately standard normal number. Exposed for tests.
 float synth_normal(uint64_t seed, std::string_view name, uint64_t index);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

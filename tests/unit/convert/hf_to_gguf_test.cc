@@ -1,4 +1,4 @@
-// `pagoda convert` (model/hf/hf_to_gguf.h): the q/k row permutation against llama.cpp's converter,
+// `pagoda convert` (convert/hf_to_gguf.h): the q/k row permutation against llama.cpp's converter,
 // written here the way it is written there (reshape(n_head, 2, half, ...) then swapaxes(1, 2)),
 // and a whole conversion of a hand-made one-layer Mixtral checkpoint whose every weight value
 // encodes (tensor, row, column), so the written file's layout can be checked element by element:
@@ -14,10 +14,10 @@
 
 #include <unistd.h>
 
+#include "convert/hf_to_gguf.h"
 #include "format/gguf_file.h"
-#include "model/hf/hf_to_gguf.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 namespace fs = std::filesystem;
@@ -132,8 +132,8 @@ void write_checkpoint(const fs::path& dir) {
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
-HfTokenizerFiles tiny_tokenizer() {
-  HfTokenizerFiles t;
+model::HfTokenizerFiles tiny_tokenizer() {
+  model::HfTokenizerFiles t;
   t.vocab.kind = tokenizer::VocabKind::kBpe;
   t.vocab.pre = "qwen2";
   t.vocab.tokens = {"a", "b", "ab", "<|end|>"};  // fewer than the model's 6
@@ -156,9 +156,9 @@ TEST(HfToGgufTest, TinyMixtralLayout) {
   const fs::path dir =
       fs::temp_directory_path() / ("pagoda_hf_to_gguf_test_" + std::to_string(::getpid()));
   write_checkpoint(dir);
-  auto opened = HfCheckpoint::open(dir.string());
+  auto opened = model::HfCheckpoint::open(dir.string());
   ASSERT_TRUE(opened.ok()) << opened.status().to_string();
-  std::shared_ptr<const HfCheckpoint> checkpoint(std::move(opened).value());
+  std::shared_ptr<const model::HfCheckpoint> checkpoint(std::move(opened).value());
   ConvertOptions options;
   options.file_type = FileType::kAllF32;
   options.name = "tiny";
@@ -249,4 +249,4 @@ TEST(HfToGgufTest, TinyMixtralLayout) {
 }
 
 }  // namespace
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pagoda::model {
+namespace pagoda::convert {
 
 // Llama-3 style RoPE scaling, stored in GGUF as the rope_freqs.weight tensor (one factor per
 // rotated pair) the way llama.cpp's converter computes it from these parameters.
@@ -56,4 +56,4 @@ std::string model_shape_names();
 std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, float rope_theta,
                                        int32_t head_dim);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "model/quantize/quant_mix.h"
+#include "convert/quantize/quant_mix.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 using tensor::DType;
@@ -247,4 +247,4 @@ TEST(QuantMix, FileTypeNames) {
 }
 
 }  // namespace
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -1,4 +1,4 @@
-#include "model/quantize/model_quantizer.h"
+#include "convert/quantize/model_quantizer.h"
 
 #include <omp.h>
 
@@ -14,7 +14,7 @@
 #include "kernels/quant.h"
 #include "tensor/float16.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 // Elements re-encoded per chunk handed to the writer.
@@ -203,4 +203,4 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
   return out;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

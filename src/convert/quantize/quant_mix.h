@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "tensor/dtype.h"
 
-namespace pagoda::model {
+namespace pagoda::convert {
 
 // llama.cpp's llama_ftype values (written as general.file_type).
 enum class FileType : uint32_t {
@@ -86,4 +86,4 @@ struct TensorPlan {
 Result<std::vector<TensorPlan>> plan_tensor_types(const MixModel& model, FileType type,
                                                   std::span<const MixTensor> tensors);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -1,10 +1,10 @@
-#include "model/shapes/model_shape.h"
+#include "convert/shapes/model_shape.h"
 
 #include <array>
 #include <cmath>
 #include <numbers>
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 ModelShape tinyllama() {
@@ -204,4 +204,4 @@ std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, float r
   return out;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert

@@ -1,4 +1,4 @@
-#include "model/quantize/quant_mix.h"
+#include "convert/quantize/quant_mix.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <numeric>
 
-namespace pagoda::model {
+namespace pagoda::convert {
 namespace {
 
 using tensor::DType;
@@ -313,4 +313,4 @@ Result<std::vector<TensorPlan>> plan_tensor_types(const MixModel& model, FileTyp
   return plans;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::convert
