@@ -8,7 +8,7 @@
 
 namespace pagoda::cli {
 
-Result<GenerateResult> generate(model::LoadedModel& loaded, runner::SequenceSession& session,
+Result<GenerateResult> generate(loader::LoadedModel& loaded, runner::SequenceSession& session,
                                 const std::vector<int32_t>& input, const SamplingParams& params,
                                 int32_t max_new,
                                 const std::function<void(const std::string&)>& on_text) {

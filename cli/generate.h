@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "pagoda/sampling_params.h"
 #include "runner/sequence_session.h"
 
@@ -21,7 +21,7 @@ struct GenerateResult {
 
 // Feeds `input` after what the session holds, then samples up to max_new tokens, calling
 // on_text with every complete UTF-8 delta. Stops at an end-of-generation token.
-Result<GenerateResult> generate(model::LoadedModel& loaded, runner::SequenceSession& session,
+Result<GenerateResult> generate(loader::LoadedModel& loaded, runner::SequenceSession& session,
                                 const std::vector<int32_t>& input, const SamplingParams& params,
                                 int32_t max_new,
                                 const std::function<void(const std::string&)>& on_text);

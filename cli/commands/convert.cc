@@ -11,8 +11,8 @@
 #include "cli/commands/commands.h"
 #include "cli/progress.h"
 #include "convert/hf_to_gguf.h"
-#include "model/hf/hf_checkpoint.h"
-#include "model/hf/hf_tokenizer_files.h"
+#include "loader/hf/hf_checkpoint.h"
+#include "loader/hf/hf_tokenizer_files.h"
 
 namespace pagoda::cli {
 namespace {
@@ -31,13 +31,13 @@ int run_convert(const ConvertArgs& args) {
         fmt::format("unknown type '{}' (known: {})", args.type, convert::file_type_names()));
   }
   if (args.threads < 0) return fail("--threads must be >= 0");
-  if (!model::HfCheckpoint::is_model_dir(args.input)) {
+  if (!loader::HfCheckpoint::is_model_dir(args.input)) {
     return fail(args.input + ": not a Hugging Face model directory (no config.json)");
   }
-  auto opened = model::HfCheckpoint::open(args.input);
+  auto opened = loader::HfCheckpoint::open(args.input);
   if (!opened.ok()) return fail(opened.status().message());
-  std::shared_ptr<const model::HfCheckpoint> checkpoint(std::move(opened).value());
-  auto tok = model::load_hf_tokenizer(args.input);
+  std::shared_ptr<const loader::HfCheckpoint> checkpoint(std::move(opened).value());
+  auto tok = loader::load_hf_tokenizer(args.input);
   if (!tok.ok()) return fail(tok.status().message());
 
   convert::ConvertOptions options;

@@ -6,7 +6,7 @@
 
 #include "api/kv_cache_sizing.h"
 #include "cli/commands/commands.h"
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "runner/logit_trace.h"
 
 namespace pagoda::cli {
@@ -31,7 +31,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
-      auto loaded = model::load_model(path);
+      auto loaded = loader::load_model(path);
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());

@@ -34,7 +34,7 @@ void register_run(CLI::App& app, CommandAction& action) {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
-      auto loaded = model::load_model(path);
+      auto loaded = loader::load_model(path);
       if (!loaded.ok()) return fail(loaded.status().message());
       if (opts->seed >= 0) opts->params.seed = static_cast<uint64_t>(opts->seed);
       tokenizer::EncodeOptions enc;

@@ -17,9 +17,9 @@ namespace pagoda::convert {
 namespace {
 
 using format::GgufWriteValue;
-using model::HfCheckpoint;
-using model::HfTensor;
-using model::HfTokenizerFiles;
+using loader::HfCheckpoint;
+using loader::HfTensor;
+using loader::HfTokenizerFiles;
 using model::ModelConfig;
 using tensor::DType;
 

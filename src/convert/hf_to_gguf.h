@@ -21,8 +21,8 @@
 
 #include "base/status.h"
 #include "convert/quantize/model_quantizer.h"
-#include "model/hf/hf_checkpoint.h"
-#include "model/hf/hf_tokenizer_files.h"
+#include "loader/hf/hf_checkpoint.h"
+#include "loader/hf/hf_tokenizer_files.h"
 
 namespace pagoda::convert {
 
@@ -35,8 +35,8 @@ struct ConvertOptions {
 // The writer reads the checkpoint's mappings at write time: `checkpoint` is kept alive by it.
 // Errors before writing: an unsupported layout (a missing expert, a tensor pagoda cannot map);
 // while writing: a non-finite weight (naming tensor and row).
-Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const model::HfCheckpoint> checkpoint,
-                                          const model::HfTokenizerFiles& tokenizer,
+Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const loader::HfCheckpoint> checkpoint,
+                                          const loader::HfTokenizerFiles& tokenizer,
                                           const ConvertOptions& options,
                                           QuantizeProgressFn progress = nullptr);
 

@@ -77,7 +77,7 @@ Status validate_tokenizer(const GgufFile& f) {
       return invalid_argument("{}: is {}, a token id must be an integer", where(*kv), describe(v));
     }
     // A negative or out-of-range id is not an error: as in llama.cpp, the vocabulary loader
-    // (model/gguf_vocab.cc) warns and keeps the default (some published files carry such ids).
+    // (loader/gguf_vocab.cc) warns and keeps the default (some published files carry such ids).
   }
   return Status();
 }

@@ -1,5 +1,5 @@
 // ModelConfig: the hyper-parameters of a decoder-only transformer, independent of the file
-// format it was read from (GGUF metadata or a Hugging Face config.json).
+// format it was read from (GGUF metadata or a Hugging Face config.json; see loader/).
 #pragma once
 
 #include <cstdint>
@@ -8,11 +8,21 @@
 #include "base/status.h"
 #include "kernels/ops.h"
 
-namespace pagoda::format {
-class GgufFile;
-}
-
 namespace pagoda::model {
+
+// Upper bounds of the hyper-parameters that no real model exceeds; they keep later size
+// arithmetic far from overflow. The one place these numbers live: validate_config checks a whole
+// config against them, and the file readers (loader/) check each value as they read it.
+struct ConfigLimits {
+  static constexpr int64_t kMaxLayers = 1024;
+  static constexpr int64_t kMaxHidden = 1 << 17;
+  static constexpr int64_t kMaxHeads = 1024;
+  static constexpr int64_t kMaxHeadDim = 1024;
+  static constexpr int64_t kMaxFfn = 1 << 20;
+  static constexpr int64_t kMaxVocab = 1 << 22;
+  static constexpr int64_t kMaxContext = 1 << 24;
+  static constexpr int64_t kMaxExperts = 1024;
+};
 
 struct ModelConfig {
   std::string arch;  // "llama", "qwen2"
@@ -50,9 +60,6 @@ struct ModelConfig {
   int32_t kv_dim() const { return num_kv_heads * head_dim; }
   int32_t gqa_group() const { return num_heads / num_kv_heads; }
 };
-
-// Reads and validates `<arch>.*` metadata. Errors name the key.
-Result<ModelConfig> config_from_gguf(const format::GgufFile& file);
 
 // YaRN: the scaled context (original context x factor) is usable, as vLLM derives max_model_len
 // (llama.cpp accepts a larger -c): context_length grows to it when that is larger (and in bounds).

@@ -8,7 +8,7 @@
 
 namespace pagoda::runner {
 
-Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& prompt,
+Result<LogitTrace> trace_logits(loader::LoadedModel& loaded, const std::string& prompt,
                                 int32_t n_predict, tensor::DType kv_dtype, bool flash_attention) {
   LogitTrace trace;
   tokenizer::EncodeOptions opts;

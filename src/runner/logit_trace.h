@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "tensor/dtype.h"
 
 namespace pagoda::runner {
@@ -29,7 +29,7 @@ struct RowStats {
 // Tokenizes `prompt` (with BOS as the vocab says), evaluates it in one batch, then feeds
 // `n_predict` greedy tokens one at a time, on a KV cache of `kv_dtype` (f16 by default, as
 // llama.cpp uses; f32, bf16 and q8_0 also work), with the exact softmax or flash attention.
-Result<LogitTrace> trace_logits(model::LoadedModel& loaded, const std::string& prompt,
+Result<LogitTrace> trace_logits(loader::LoadedModel& loaded, const std::string& prompt,
                                 int32_t n_predict, tensor::DType kv_dtype = tensor::DType::kF16,
                                 bool flash_attention = false);
 

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "golden/fidelity_compare.h"
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "runner/logit_trace.h"
 #include "test_support.h"
 
@@ -43,7 +43,7 @@ TEST_P(FidelityTest, MatchesReferenceLogits) {
   const fs::path model_path = testing::fixture("models/" + model_file);
   PAGODA_REQUIRE_FIXTURE(model_path);
 
-  auto loaded = model::load_model(model_path.string());
+  auto loaded = loader::load_model(model_path.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   const int32_t n_predict = ref["n_predict"].get<int32_t>();
   // The exact softmax (the default) and flash attention's online softmax.

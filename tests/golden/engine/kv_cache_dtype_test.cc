@@ -15,7 +15,7 @@
 #include <mutex>
 #include <random>
 
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "pagoda/engine.h"
 #include "runner/sequence_session.h"
 #include "test_support.h"
@@ -66,7 +66,7 @@ TEST_P(KvCacheDtypeLogits, StayCloseToF16Cache) {
   const DtypeCase c = GetParam();
   const std::string path = model_path(c.model);
   PAGODA_REQUIRE_FIXTURE(path);
-  auto loaded = model::load_model(path);
+  auto loaded = loader::load_model(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   model::Model& m = *loaded->model;
   std::mt19937 rng(99);

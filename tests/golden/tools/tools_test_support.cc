@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "runner/logit_trace.h"
 #include "test_support.h"
 
@@ -79,7 +79,7 @@ CliResult run_pagoda(const std::vector<std::string>& args) {
 }
 
 Result<std::vector<std::vector<float>>> prompt_logits(const std::string& model_path) {
-  PAGODA_ASSIGN_OR_RETURN(model::LoadedModel loaded, model::load_model(model_path));
+  PAGODA_ASSIGN_OR_RETURN(loader::LoadedModel loaded, loader::load_model(model_path));
   PAGODA_ASSIGN_OR_RETURN(
       runner::LogitTrace trace,
       runner::trace_logits(loaded, "Once upon a time, there was a little robot who", 0));

@@ -132,8 +132,8 @@ void write_checkpoint(const fs::path& dir) {
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
-model::HfTokenizerFiles tiny_tokenizer() {
-  model::HfTokenizerFiles t;
+loader::HfTokenizerFiles tiny_tokenizer() {
+  loader::HfTokenizerFiles t;
   t.vocab.kind = tokenizer::VocabKind::kBpe;
   t.vocab.pre = "qwen2";
   t.vocab.tokens = {"a", "b", "ab", "<|end|>"};  // fewer than the model's 6
@@ -156,9 +156,9 @@ TEST(HfToGgufTest, TinyMixtralLayout) {
   const fs::path dir =
       fs::temp_directory_path() / ("pagoda_hf_to_gguf_test_" + std::to_string(::getpid()));
   write_checkpoint(dir);
-  auto opened = model::HfCheckpoint::open(dir.string());
+  auto opened = loader::HfCheckpoint::open(dir.string());
   ASSERT_TRUE(opened.ok()) << opened.status().to_string();
-  std::shared_ptr<const model::HfCheckpoint> checkpoint(std::move(opened).value());
+  std::shared_ptr<const loader::HfCheckpoint> checkpoint(std::move(opened).value());
   ConvertOptions options;
   options.file_type = FileType::kAllF32;
   options.name = "tiny";

@@ -1,10 +1,10 @@
-#include "model/hf/hf_tokenizer_files.h"
+#include "loader/hf/hf_tokenizer_files.h"
 
 #include "base/strict_json.h"
 #include "format/hf_config.h"
-#include "model/hf/hf_checkpoint.h"
+#include "loader/hf/hf_checkpoint.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 namespace {
 
 constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
@@ -88,4 +88,4 @@ Result<HfTokenizerFiles> load_hf_tokenizer(const std::string& dir) {
   return out;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

@@ -7,7 +7,7 @@
 #include "format/gguf_file.h"
 #include "tokenizer/vocab.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
 // Supported tokenizer.ggml.model values: "llama" (SPM) and "gpt2" (byte-level BPE); others are
 // unimplemented. Missing or mistyped required keys (model, tokens; merges for gpt2), arrays
@@ -17,4 +17,4 @@ namespace pagoda::model {
 // Tokenizer::create's validation. Strings are copied: the file may be closed afterwards.
 Result<tokenizer::Vocab> load_vocab(const format::GgufFile& file);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

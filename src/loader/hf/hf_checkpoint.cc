@@ -1,4 +1,4 @@
-#include "model/hf/hf_checkpoint.h"
+#include "loader/hf/hf_checkpoint.h"
 
 #include <cmath>
 #include <filesystem>
@@ -8,10 +8,12 @@
 #include "base/log.h"
 #include "model/arch/arch.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 namespace {
 
 namespace fs = std::filesystem;
+using model::ArchDef;
+using model::ModelConfig;
 
 constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 
@@ -119,7 +121,7 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
   c.rope_yarn_orig_ctx = static_cast<int32_t>(orig);
   c.rope_yarn_beta_fast = static_cast<float>(fast);
   c.rope_yarn_beta_slow = static_cast<float>(slow);
-  extend_yarn_context(c, factor);
+  model::extend_yarn_context(c, factor);
   if (s.attention_factor.has_value()) {
     const double af = *s.attention_factor;
     if (!(af > 0) || af > 1e6) {
@@ -311,12 +313,12 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
         *hf.sliding_window, *hf.sliding_window);
   }
 
-  const ArchDef* arch = find_arch(c.arch);
+  const ArchDef* arch = model::find_arch(c.arch);
   if (arch == nullptr) return internal_error("architecture {} is not registered", c.arch);
   PAGODA_RETURN_IF_ERROR(arch->configure(c));
   // Hugging Face q/k rows are in rotate-half order for every architecture here.
   c.rope_style = kernels::RopeStyle::kNeox;
-  PAGODA_RETURN_IF_ERROR(validate_config(c));
+  PAGODA_RETURN_IF_ERROR(model::validate_config(c));
 
   if (hf.rope_scaling) {
     const format::HfRopeScaling& s = *hf.rope_scaling;
@@ -518,12 +520,12 @@ const HfTensor* HfCheckpoint::find(std::string_view gguf_name) const {
   return nullptr;
 }
 
-std::unique_ptr<TensorSource> make_hf_tensor_source(
+std::unique_ptr<model::TensorSource> make_hf_tensor_source(
     std::shared_ptr<const HfCheckpoint> checkpoint) {
-  std::vector<TensorRef> refs;
+  std::vector<model::TensorRef> refs;
   refs.reserve(checkpoint->tensors().size());
   for (const HfTensor& t : checkpoint->tensors()) {
-    TensorRef r;
+    model::TensorRef r;
     r.name = t.gguf_name;
     r.dtype = t.dtype;
     r.n_dims = t.n_dims;
@@ -533,7 +535,7 @@ std::unique_ptr<TensorSource> make_hf_tensor_source(
     r.size_bytes = t.size_bytes;
     refs.push_back(r);
   }
-  return std::make_unique<RefTensorSource>(std::move(refs), std::move(checkpoint));
+  return std::make_unique<model::RefTensorSource>(std::move(refs), std::move(checkpoint));
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

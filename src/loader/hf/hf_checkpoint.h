@@ -31,11 +31,11 @@
 #include "base/status.h"
 #include "format/hf_config.h"
 #include "format/safetensors.h"
-#include "model/hf/generation_defaults.h"
+#include "loader/hf/generation_defaults.h"
 #include "model/model_config.h"
 #include "model/tensor_source.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
 // One weight under its GGUF name. dims in ggml order (dims[0] contiguous = the safetensors
 // shape reversed); data points into a shard's mapping (or the checkpoint's own rope factors).
@@ -65,7 +65,7 @@ class HfCheckpoint {
   const format::HfConfig& hf_config() const { return hf_config_; }
   // The ModelConfig the model code runs with (rope_style kNeox, tied_embeddings when there is
   // no lm_head.weight), already through the architecture's configure() and validate_config().
-  const ModelConfig& config() const { return config_; }
+  const model::ModelConfig& config() const { return config_; }
   const std::string& architecture() const { return architecture_; }  // "LlamaForCausalLM"
   const GenerationDefaults& generation_defaults() const { return generation_; }
   const std::vector<HfTensor>& tensors() const { return tensors_; }
@@ -85,7 +85,7 @@ class HfCheckpoint {
 
   std::string dir_;
   format::HfConfig hf_config_;
-  ModelConfig config_;
+  model::ModelConfig config_;
   std::string architecture_;
   GenerationDefaults generation_;
   std::vector<std::shared_ptr<const format::SafetensorsFile>> shards_;
@@ -96,10 +96,12 @@ class HfCheckpoint {
 };
 
 // A TensorSource over the checkpoint's tensors (GGUF names), keeping it alive.
-std::unique_ptr<TensorSource> make_hf_tensor_source(std::shared_ptr<const HfCheckpoint> checkpoint);
+std::unique_ptr<model::TensorSource> make_hf_tensor_source(
+    std::shared_ptr<const HfCheckpoint> checkpoint);
 
 // config.json → ModelConfig (arch, sizes, rope); exposed for tests. Fills `architecture`.
-Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string* architecture);
+Result<model::ModelConfig> model_config_from_hf(const format::HfConfig& hf,
+                                                std::string* architecture);
 
 // Llama-3 RoPE factors for rope dims `rope_dims` (llama.cpp's convert_hf_to_gguf formula).
 std::vector<float> llama3_rope_factors(const format::HfRopeScaling& scaling, float rope_theta,
@@ -115,4 +117,4 @@ std::optional<std::string> gguf_name_of(std::string_view hf_name, bool* skip, in
 Result<std::string> read_model_file(const std::string& dir, const std::string& name,
                                     uint64_t max_bytes);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

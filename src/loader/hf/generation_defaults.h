@@ -1,6 +1,6 @@
 // GenerationDefaults: the sampling settings a model's authors ship with it (Hugging Face
 // generation_config.json). Every field is optional: absent means "the engine's own default".
-// Values are as the file gives them, range-checked when read (model/hf/hf_checkpoint.cc);
+// Values are as the file gives them, range-checked when read (loader/hf/hf_checkpoint.cc);
 // do_sample == false means greedy decoding whatever temperature says.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
 struct GenerationDefaults {
   std::optional<bool> do_sample;
@@ -26,4 +26,4 @@ struct GenerationDefaults {
   }
 };
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

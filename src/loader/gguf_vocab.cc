@@ -1,5 +1,5 @@
 // Key names and defaults follow llama.cpp's llama-vocab.cpp (LLM_KV_TOKENIZER_*).
-#include "model/gguf_vocab.h"
+#include "loader/gguf_vocab.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include "base/log.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 namespace {
 
 using tokenizer::TokenId;
@@ -178,4 +178,4 @@ Result<Vocab> load_vocab(const format::GgufFile& file) {
   return vocab;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

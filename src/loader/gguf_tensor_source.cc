@@ -1,17 +1,18 @@
 // The TensorSource of a GGUF file: its validated tensor table as refs into the mapping.
+#include "loader/gguf_tensor_source.h"
+
 #include <vector>
 
 #include "format/gguf_file.h"
-#include "model/tensor_source.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
-std::unique_ptr<TensorSource> make_gguf_tensor_source(
+std::unique_ptr<model::TensorSource> make_gguf_tensor_source(
     std::shared_ptr<const format::GgufFile> file) {
-  std::vector<TensorRef> refs;
+  std::vector<model::TensorRef> refs;
   refs.reserve(file->tensors().size());
   for (const auto& t : file->tensors()) {
-    TensorRef r;
+    model::TensorRef r;
     r.name = t.name;
     r.dtype = t.dtype;
     r.n_dims = static_cast<int32_t>(t.n_dims);
@@ -21,7 +22,7 @@ std::unique_ptr<TensorSource> make_gguf_tensor_source(
     r.size_bytes = t.size_bytes;
     refs.push_back(r);
   }
-  return std::make_unique<RefTensorSource>(std::move(refs), std::move(file));
+  return std::make_unique<model::RefTensorSource>(std::move(refs), std::move(file));
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

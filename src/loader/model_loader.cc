@@ -1,21 +1,27 @@
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 
 #include <filesystem>
 
 #include "format/gguf_file.h"
+#include "loader/gguf_config.h"
+#include "loader/gguf_tensor_source.h"
+#include "loader/gguf_vocab.h"
+#include "loader/hf/hf_checkpoint.h"
+#include "loader/hf/hf_tokenizer_files.h"
 #include "model/arch/arch.h"
-#include "model/gguf_vocab.h"
-#include "model/hf/hf_checkpoint.h"
-#include "model/hf/hf_tokenizer_files.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
-Result<std::unique_ptr<Model>> load_model_from_gguf(std::shared_ptr<const format::GgufFile> file) {
+using model::ArchDef;
+using model::ModelConfig;
+
+Result<std::unique_ptr<model::Model>> load_model_from_gguf(
+    std::shared_ptr<const format::GgufFile> file) {
   PAGODA_ASSIGN_OR_RETURN(ModelConfig config, config_from_gguf(*file));
-  const ArchDef* arch = find_arch(config.arch);
+  const ArchDef* arch = model::find_arch(config.arch);
   if (arch == nullptr) {
     std::string names;
-    for (const ArchDef* a : all_archs())
+    for (const ArchDef* a : model::all_archs())
       names += (names.empty() ? "" : ", ") + std::string(a->name);
     return unimplemented("architecture '{}' is not supported (supported: {})", config.arch, names);
   }
@@ -46,7 +52,7 @@ Result<LoadedModel> load_hf_model(const std::string& path) {
   if (!tok.ok()) return tok.status().with_context(path + "/tokenizer.json");
   out.tokenizer = std::move(tok).value();
   const ModelConfig config = checkpoint->config();
-  const ArchDef* arch = find_arch(config.arch);
+  const ArchDef* arch = model::find_arch(config.arch);
   if (arch == nullptr) return internal_error("architecture {} is not registered", config.arch);
   auto model = arch->build(config, make_hf_tensor_source(std::move(checkpoint)));
   if (!model.ok()) return model.status().with_context(path);
@@ -105,4 +111,4 @@ Result<LoadedModel> load_model(const std::string& path) {
   return out;
 }
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

@@ -10,7 +10,7 @@
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/vocab.h"
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
 struct HfTokenizerFiles {
   tokenizer::Vocab vocab;
@@ -21,4 +21,4 @@ struct HfTokenizerFiles {
 // Errors name the directory and file. tokenizer.json is required; the others are optional.
 Result<HfTokenizerFiles> load_hf_tokenizer(const std::string& dir);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader

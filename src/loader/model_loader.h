@@ -1,13 +1,13 @@
 // Loading a model file into everything needed to serve it: the Model (weights mmapped), its
 // Tokenizer, chat template and metadata. A model is a GGUF file or a Hugging Face model
-// directory (config.json + safetensors + tokenizer.json; see model/hf/hf_checkpoint.h).
+// directory (config.json + safetensors + tokenizer.json; see loader/hf/hf_checkpoint.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "base/status.h"
-#include "model/hf/generation_defaults.h"
+#include "loader/hf/generation_defaults.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -15,10 +15,10 @@ namespace pagoda::format {
 class GgufFile;
 }
 
-namespace pagoda::model {
+namespace pagoda::loader {
 
 struct LoadedModel {
-  std::unique_ptr<Model> model;
+  std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::string chat_template;  // empty if the file has none
   std::string path;
@@ -27,7 +27,8 @@ struct LoadedModel {
 };
 
 // Builds a Model from an opened GGUF file (config, architecture, weights).
-Result<std::unique_ptr<Model>> load_model_from_gguf(std::shared_ptr<const format::GgufFile> file);
+Result<std::unique_ptr<model::Model>> load_model_from_gguf(
+    std::shared_ptr<const format::GgufFile> file);
 
 // Opens `path` (a GGUF file, or a Hugging Face model directory) and loads model, tokenizer,
 // chat template (and, for directories, the generation defaults).
@@ -39,4 +40,4 @@ Result<LoadedModel> load_model(const std::string& path);
 Result<std::unique_ptr<tokenizer::Tokenizer>> load_tokenizer(const std::string& path,
                                                              std::string* chat_template = nullptr);
 
-}  // namespace pagoda::model
+}  // namespace pagoda::loader
