@@ -41,7 +41,8 @@ Status read_yarn(const format::GgufFile& f, const std::string& a, double factor,
   const auto read_float = [&](const std::string& key, float& out) -> Status {
     if (f.find(key) == nullptr) return Status();
     PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
-    if (!(v > 0) || v > 1e6) return invalid_argument("{} {} is out of range", key, v);
+    if (!(v > 0) || v > L::kMaxRopeScaling)
+      return invalid_argument("{} {} is out of range", key, v);
     out = static_cast<float>(v);
     return Status();
   };
@@ -112,7 +113,7 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     scaling = "linear";
   }
   if (scaling == "linear" || scaling == "yarn") {
-    if (!(factor > 0) || factor > 1e6) {
+    if (!(factor > 0) || factor > L::kMaxRopeScaling) {
       return invalid_argument("rope.scaling.factor {} is out of range", factor);
     }
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
@@ -126,6 +127,8 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     PAGODA_ASSIGN_OR_RETURN(c.num_experts, get_count(f, a + "expert_count", L::kMaxExperts));
     PAGODA_ASSIGN_OR_RETURN(c.num_experts_used,
                             get_count(f, a + "expert_used_count", L::kMaxExperts));
+  } else if (f.find(a + "expert_used_count") != nullptr) {
+    return invalid_argument("metadata {}expert_used_count is set but {}expert_count is not", a, a);
   }
   // Vocab size: explicit key, else the tokenizer, else the embedding tensor.
   if (f.find(a + "vocab_size") != nullptr) {

@@ -32,6 +32,10 @@ Status validate_config(const ModelConfig& c) {
   if (!(c.rope_theta > 0) || !(c.rope_freq_scale > 0)) {
     return invalid_argument("rope.freq_base {} and scaling must be positive", c.rope_theta);
   }
+  if (c.rope_theta > L::kMaxRopeTheta) {
+    return invalid_argument("rope.freq_base {} is out of range (0, {}]", c.rope_theta,
+                            L::kMaxRopeTheta);
+  }
   if (c.rope_ext_factor != 0.0f && (!(c.rope_attn_factor > 0) || !(c.rope_yarn_beta_fast > 0) ||
                                     !(c.rope_yarn_beta_slow > 0) || c.rope_yarn_orig_ctx <= 0)) {
     return invalid_argument(
@@ -39,7 +43,16 @@ Status validate_config(const ModelConfig& c) {
         "must be positive",
         c.rope_attn_factor, c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, c.rope_yarn_orig_ctx);
   }
-  if (!(c.rms_norm_eps >= 0) || c.rms_norm_eps > 1) {
+  if (c.rope_ext_factor != 0.0f &&
+      (c.rope_yarn_beta_fast > L::kMaxRopeScaling || c.rope_yarn_beta_slow > L::kMaxRopeScaling ||
+       c.rope_yarn_orig_ctx > L::kMaxContext)) {
+    return invalid_argument(
+        "rope scaling (yarn): beta_fast {}, beta_slow {} (at most {}), original context {} (at "
+        "most {}) are out of range",
+        c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, L::kMaxRopeScaling, c.rope_yarn_orig_ctx,
+        L::kMaxContext);
+  }
+  if (!(c.rms_norm_eps >= 0) || c.rms_norm_eps > L::kMaxRmsNormEps) {
     return invalid_argument("attention.layer_norm_rms_epsilon {} is out of range", c.rms_norm_eps);
   }
   if (c.num_experts < 0 || c.num_experts > L::kMaxExperts) {

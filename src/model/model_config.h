@@ -10,18 +10,27 @@
 
 namespace pagoda::model {
 
-// Upper bounds of the hyper-parameters that no real model exceeds; they keep later size
-// arithmetic far from overflow. The one place these numbers live: validate_config checks a whole
-// config against them, and the file readers (loader/) check each value as they read it.
+// The bounds of the hyper-parameters: anything outside is treated as corrupt (no real model comes
+// near them; they also keep later size arithmetic far from overflow). This is their one owner:
+// validate_config checks a whole config against them, the file readers (loader/: GGUF metadata,
+// config.json) check each value against the same limits as they read it, naming their own key,
+// and the GGUF format layer checks only types and lengths.
 struct ConfigLimits {
-  static constexpr int64_t kMaxLayers = 1024;
-  static constexpr int64_t kMaxHidden = 1 << 17;
-  static constexpr int64_t kMaxHeads = 1024;
-  static constexpr int64_t kMaxHeadDim = 1024;
-  static constexpr int64_t kMaxFfn = 1 << 20;
+  // Counts, each in [1, max].
+  static constexpr int64_t kMaxLayers = 1024;     // block_count / num_hidden_layers
+  static constexpr int64_t kMaxHidden = 1 << 17;  // embedding_length / hidden_size
+  static constexpr int64_t kMaxHeads = 1024;      // query and KV heads
+  static constexpr int64_t kMaxHeadDim = 1024;    // key_length / value_length / head_dim
+  static constexpr int64_t kMaxFfn = 1 << 20;     // feed_forward_length / intermediate_size
   static constexpr int64_t kMaxVocab = 1 << 22;
-  static constexpr int64_t kMaxContext = 1 << 24;
-  static constexpr int64_t kMaxExperts = 1024;
+  static constexpr int64_t kMaxContext = 1 << 24;  // also YaRN's / Llama-3's original context
+  static constexpr int64_t kMaxExperts = 1024;     // experts, and experts used per token
+  // RoPE base frequency: (0, kMaxRopeTheta]. Every scaling number (the linear / YaRN / Llama-3
+  // factor, YaRN's attention factor and betas): (0, kMaxRopeScaling].
+  static constexpr double kMaxRopeTheta = 1e12;
+  static constexpr double kMaxRopeScaling = 1e6;
+  // RMS norm epsilon: [0, kMaxRmsNormEps].
+  static constexpr double kMaxRmsNormEps = 1.0;
 };
 
 struct ModelConfig {
@@ -65,7 +74,8 @@ struct ModelConfig {
 // (llama.cpp accepts a larger -c): context_length grows to it when that is larger (and in bounds).
 void extend_yarn_context(ModelConfig& config, double factor);
 
-// Checks cross-field consistency (positive sizes, divisibility, sane bounds).
+// Checks every field against ConfigLimits and the cross-field consistency (divisibility, rope
+// dims within the head, experts used within the experts). Errors name the field.
 Status validate_config(const ModelConfig& config);
 
 }  // namespace pagoda::model

@@ -14,6 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using model::ArchDef;
 using model::ModelConfig;
+using L = model::ConfigLimits;
 
 constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 
@@ -104,8 +105,8 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
   const double factor = s.factor.value_or(0.0);
   const int64_t orig = s.original_max_position_embeddings.value_or(c.context_length);
   const double fast = s.beta_fast.value_or(32.0), slow = s.beta_slow.value_or(1.0);
-  if (!(factor > 0) || factor > 1e6 || orig <= 0 || orig > (int64_t{1} << 24) || !(fast > 0) ||
-      fast > 1e6 || !(slow > 0) || slow > 1e6) {
+  if (!(factor > 0) || factor > L::kMaxRopeScaling || orig <= 0 || orig > L::kMaxContext ||
+      !(fast > 0) || fast > L::kMaxRopeScaling || !(slow > 0) || slow > L::kMaxRopeScaling) {
     return invalid_argument(
         "config.json: rope_scaling (yarn) factor {}, original_max_position_embeddings {}, "
         "beta_fast {}, beta_slow {} are out of range",
@@ -124,7 +125,7 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
   model::extend_yarn_context(c, factor);
   if (s.attention_factor.has_value()) {
     const double af = *s.attention_factor;
-    if (!(af > 0) || af > 1e6) {
+    if (!(af > 0) || af > L::kMaxRopeScaling) {
       return invalid_argument("config.json: rope_scaling.attention_factor {} is out of range", af);
     }
     c.rope_attn_factor = static_cast<float>(af / (1.0 + 0.1 * std::log(factor)));
@@ -262,18 +263,19 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
   c.arch = std::string(map->arch);
   c.name = hf.name_or_path.value_or("");
   PAGODA_ASSIGN_OR_RETURN(c.num_layers,
-                          required_count(hf.num_hidden_layers, "num_hidden_layers", 1024));
-  PAGODA_ASSIGN_OR_RETURN(c.hidden_dim, required_count(hf.hidden_size, "hidden_size", 1 << 17));
-  PAGODA_ASSIGN_OR_RETURN(c.num_heads,
-                          required_count(hf.num_attention_heads, "num_attention_heads", 1024));
+                          required_count(hf.num_hidden_layers, "num_hidden_layers", L::kMaxLayers));
+  PAGODA_ASSIGN_OR_RETURN(c.hidden_dim,
+                          required_count(hf.hidden_size, "hidden_size", L::kMaxHidden));
+  PAGODA_ASSIGN_OR_RETURN(
+      c.num_heads, required_count(hf.num_attention_heads, "num_attention_heads", L::kMaxHeads));
   if (hf.num_key_value_heads) {
-    PAGODA_ASSIGN_OR_RETURN(c.num_kv_heads,
-                            required_count(hf.num_key_value_heads, "num_key_value_heads", 1024));
+    PAGODA_ASSIGN_OR_RETURN(c.num_kv_heads, required_count(hf.num_key_value_heads,
+                                                           "num_key_value_heads", L::kMaxHeads));
   } else {
     c.num_kv_heads = c.num_heads;
   }
   if (hf.head_dim) {
-    PAGODA_ASSIGN_OR_RETURN(c.head_dim, required_count(hf.head_dim, "head_dim", 1024));
+    PAGODA_ASSIGN_OR_RETURN(c.head_dim, required_count(hf.head_dim, "head_dim", L::kMaxHeadDim));
   } else {
     if (c.hidden_dim % c.num_heads != 0) {
       return invalid_argument(
@@ -284,26 +286,30 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
     c.head_dim = c.hidden_dim / c.num_heads;
   }
   PAGODA_ASSIGN_OR_RETURN(c.ffn_dim,
-                          required_count(hf.intermediate_size, "intermediate_size", 1 << 20));
-  PAGODA_ASSIGN_OR_RETURN(c.vocab_size, required_count(hf.vocab_size, "vocab_size", 1 << 22));
-  PAGODA_ASSIGN_OR_RETURN(c.context_length, required_count(hf.max_position_embeddings,
-                                                           "max_position_embeddings", 1 << 24));
+                          required_count(hf.intermediate_size, "intermediate_size", L::kMaxFfn));
+  PAGODA_ASSIGN_OR_RETURN(c.vocab_size, required_count(hf.vocab_size, "vocab_size", L::kMaxVocab));
+  PAGODA_ASSIGN_OR_RETURN(
+      c.context_length,
+      required_count(hf.max_position_embeddings, "max_position_embeddings", L::kMaxContext));
   const double eps = hf.rms_norm_eps.value_or(1e-6);
-  if (!(eps >= 0) || eps > 1) {
-    return invalid_argument("config.json: rms_norm_eps {} is out of range [0, 1]", eps);
+  if (!(eps >= 0) || eps > L::kMaxRmsNormEps) {
+    return invalid_argument("config.json: rms_norm_eps {} is out of range [0, {}]", eps,
+                            L::kMaxRmsNormEps);
   }
   c.rms_norm_eps = static_cast<float>(eps);
   const double theta = hf.rope_theta.value_or(10000.0);
-  if (!(theta > 0) || theta > 1e12) {
-    return invalid_argument("config.json: rope_theta {} is out of range", theta);
+  if (!(theta > 0) || theta > L::kMaxRopeTheta) {
+    return invalid_argument("config.json: rope_theta {} is out of range (0, {}]", theta,
+                            L::kMaxRopeTheta);
   }
   c.rope_theta = static_cast<float>(theta);
   c.rope_dims = c.head_dim;
   if (map->experts) {
-    PAGODA_ASSIGN_OR_RETURN(c.num_experts,
-                            required_count(hf.num_local_experts, "num_local_experts", 1024));
-    PAGODA_ASSIGN_OR_RETURN(c.num_experts_used,
-                            required_count(hf.num_experts_per_tok, "num_experts_per_tok", 1024));
+    PAGODA_ASSIGN_OR_RETURN(
+        c.num_experts, required_count(hf.num_local_experts, "num_local_experts", L::kMaxExperts));
+    PAGODA_ASSIGN_OR_RETURN(
+        c.num_experts_used,
+        required_count(hf.num_experts_per_tok, "num_experts_per_tok", L::kMaxExperts));
   }
   if (hf.sliding_window && *hf.sliding_window > 0 && *hf.sliding_window < c.context_length &&
       (map->arch == "llama" || hf.use_sliding_window.value_or(false))) {
@@ -324,7 +330,7 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
     const format::HfRopeScaling& s = *hf.rope_scaling;
     if (s.type == "linear") {
       const double factor = s.factor.value_or(0.0);
-      if (!(factor > 0) || factor > 1e6) {
+      if (!(factor > 0) || factor > L::kMaxRopeScaling) {
         return invalid_argument("config.json: rope_scaling.factor {} is out of range", factor);
       }
       c.rope_freq_scale = static_cast<float>(1.0 / factor);
@@ -333,8 +339,8 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
       const double low = s.low_freq_factor.value_or(1.0);
       const double high = s.high_freq_factor.value_or(4.0);
       const int64_t old_ctx = s.original_max_position_embeddings.value_or(8192);
-      if (!(factor > 0) || factor > 1e6 || !(low > 0) || !(high > low) || high > 1e6 ||
-          old_ctx <= 0 || old_ctx > (int64_t{1} << 24)) {
+      if (!(factor > 0) || factor > L::kMaxRopeScaling || !(low > 0) || !(high > low) ||
+          high > L::kMaxRopeScaling || old_ctx <= 0 || old_ctx > L::kMaxContext) {
         return invalid_argument(
             "config.json: rope_scaling (llama3) factor {}, low_freq_factor "
             "{}, high_freq_factor {}, original_max_position_embeddings {} "
