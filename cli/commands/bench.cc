@@ -24,8 +24,8 @@
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
-#include "model/hf/hf_checkpoint.h"
-#include "model/model_loader.h"
+#include "loader/hf/hf_checkpoint.h"
+#include "loader/model_loader.h"
 #include "runner/kv_storage.h"
 
 namespace pagoda::cli {
@@ -87,8 +87,8 @@ Result<uint64_t> weight_bytes_per_token(const std::string& path, const model::Mo
     bool expert;  // one expert's matrix, or experts stacked in one tensor
   };
   std::vector<Entry> entries;
-  if (model::HfCheckpoint::is_model_dir(path)) {
-    PAGODA_ASSIGN_OR_RETURN(auto ckpt, model::HfCheckpoint::open(path));
+  if (loader::HfCheckpoint::is_model_dir(path)) {
+    PAGODA_ASSIGN_OR_RETURN(auto ckpt, loader::HfCheckpoint::open(path));
     for (const auto& t : ckpt->tensors())
       entries.push_back({t.gguf_name, t.size_bytes, t.expert >= 0});
   } else {
@@ -217,7 +217,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
         return fail("--batch must be a comma-separated list of integers in [1, 4096]");
       }
       if (opts->threads > 0) kernels::set_num_threads(opts->threads);
-      auto loaded = model::load_model(path);
+      auto loaded = loader::load_model(path);
       if (!loaded.ok()) return fail(loaded.status().message());
       model::Model& m = *loaded->model;
       const auto& c = m.config();

@@ -12,8 +12,8 @@
 
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
-#include "model/hf/hf_checkpoint.h"
-#include "model/hf/hf_tokenizer_files.h"
+#include "loader/hf/hf_checkpoint.h"
+#include "loader/hf/hf_tokenizer_files.h"
 
 namespace pagoda::cli {
 namespace {
@@ -41,9 +41,9 @@ std::string opt_str(const std::optional<float>& v) {
 }
 
 int run_inspect_dir(const std::string& path) {
-  auto opened = model::HfCheckpoint::open(path);
+  auto opened = loader::HfCheckpoint::open(path);
   if (!opened.ok()) return fail(opened.status().message());
-  const model::HfCheckpoint& ck = **opened;
+  const loader::HfCheckpoint& ck = **opened;
   const model::ModelConfig& c = ck.config();
   std::string out;
   auto line = [&out](std::string s) {
@@ -64,7 +64,7 @@ int run_inspect_dir(const std::string& path) {
     line(fmt::format("        experts {} (top-{})", c.num_experts, c.num_experts_used));
   }
   line(fmt::format("        qkv bias {}, tied embeddings {}", c.has_qkv_bias, c.tied_embeddings));
-  auto tok = model::load_hf_tokenizer(path);
+  auto tok = loader::load_hf_tokenizer(path);
   if (!tok.ok()) {
     line(fmt::format("tokenizer: error: {}", tok.status().message()));
   } else {
@@ -78,7 +78,7 @@ int run_inspect_dir(const std::string& path) {
                                              ? std::string("none")
                                              : fmt::format("{} bytes", tok->chat_template.size())));
   }
-  const model::GenerationDefaults& g = ck.generation_defaults();
+  const loader::GenerationDefaults& g = ck.generation_defaults();
   line(fmt::format("generation defaults: do_sample {}, temperature {}, top_p {}, top_k {}, eos {}",
                    g.do_sample ? (*g.do_sample ? "true" : "false") : "-", opt_str(g.temperature),
                    opt_str(g.top_p), g.top_k ? std::to_string(*g.top_k) : std::string("-"),
@@ -90,12 +90,12 @@ int run_inspect_dir(const std::string& path) {
                      s->header_size(), human_bytes(s->bytes().size())));
   }
   size_t hf_width = 7, gguf_width = 4, shape_width = 5;
-  auto shape_of_hf = [](const model::HfTensor& t) {
+  auto shape_of_hf = [](const loader::HfTensor& t) {
     std::vector<int64_t> dims(t.dims, t.dims + t.n_dims);
     std::reverse(dims.begin(), dims.end());  // back to HF's row-major order
     return fmt::format("[{}]", fmt::join(dims, ", "));
   };
-  for (const model::HfTensor& t : ck.tensors()) {
+  for (const loader::HfTensor& t : ck.tensors()) {
     hf_width = std::max(hf_width, t.hf_name.size());
     gguf_width = std::max(gguf_width, t.gguf_name.size());
     shape_width = std::max(shape_width, shape_of_hf(t).size());
@@ -105,7 +105,7 @@ int run_inspect_dir(const std::string& path) {
   line(fmt::format("  {:<{}}  {:<{}}  {:<5}  {:<{}}  {:>12}", "hf name", hf_width, "gguf name",
                    gguf_width, "type", "shape", shape_width, "bytes"));
   uint64_t total_bytes = 0, total_params = 0;
-  for (const model::HfTensor& t : ck.tensors()) {
+  for (const loader::HfTensor& t : ck.tensors()) {
     uint64_t n = 1;
     for (int32_t i = 0; i < t.n_dims; ++i)
       n *= static_cast<uint64_t>(t.dims[i]);
@@ -124,7 +124,7 @@ int run_inspect_dir(const std::string& path) {
 }
 
 int run_inspect(const std::string& path, size_t max_elements, size_t max_string) {
-  if (model::HfCheckpoint::is_model_dir(path)) return run_inspect_dir(path);
+  if (loader::HfCheckpoint::is_model_dir(path)) return run_inspect_dir(path);
   auto opened = format::GgufFile::open(path);
   if (!opened.ok()) return fail(opened.status().message());
   const format::GgufFile& f = **opened;

@@ -6,8 +6,8 @@
 
 #include "api/kv_cache_sizing.h"
 #include "cli/commands/commands.h"
-#include "model/model_loader.h"
-#include "runner/logit_trace.h"
+#include "loader/model_loader.h"
+#include "diagnostics/logit_trace.h"
 
 namespace pagoda::cli {
 
@@ -31,12 +31,12 @@ void register_logits(CLI::App& app, CommandAction& action) {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
-      auto loaded = model::load_model(path);
+      auto loaded = loader::load_model(path);
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
       auto trace =
-          runner::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype, opts->flash_attn);
+          diagnostics::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype, opts->flash_attn);
       if (!trace.ok()) return fail(trace.status().message());
       nlohmann::json out;
       out["model"] = path;
@@ -54,7 +54,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
       out["greedy_text_bytes"] = bytes;
       nlohmann::json positions = nlohmann::json::array();
       for (const auto& row : trace->rows) {
-        runner::RowStats s = runner::row_stats(row, opts->top);
+        diagnostics::RowStats s = diagnostics::row_stats(row, opts->top);
         nlohmann::json top = nlohmann::json::array();
         for (const auto& [id, logit] : s.top)
           top.push_back({id, logit});

@@ -1,6 +1,6 @@
 // `pagoda quantize IN.gguf OUT.gguf TYPE [--threads N]`: re-encodes a model's weights to TYPE
 // (Q4_0 ... Q8_0, the K-quant mixes Q2_K ... Q6_K, or F16/BF16/F32) with llama.cpp's tensor-type
-// choices (model/quantize/quant_mix.h), streaming from the input mapping to the output file.
+// choices (convert/quantize/quant_mix.h), streaming from the input mapping to the output file.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -9,8 +9,8 @@
 
 #include "cli/commands/commands.h"
 #include "cli/progress.h"
+#include "convert/quantize/model_quantizer.h"
 #include "format/gguf_file.h"
-#include "model/quantize/model_quantizer.h"
 
 namespace pagoda::cli {
 namespace {
@@ -23,36 +23,37 @@ struct QuantizeArgs {
 };
 
 int run_quantize(const QuantizeArgs& args) {
-  const auto file_type = model::file_type_from_name(args.type);
+  const auto file_type = convert::file_type_from_name(args.type);
   if (!file_type) {
     return fail(fmt::format("unknown quantization type '{}' (known: {})", args.type,
-                            model::file_type_names()));
+                            convert::file_type_names()));
   }
   if (args.threads < 0) return fail("--threads must be >= 0");
   auto in = format::GgufFile::open(args.input);
   if (!in.ok()) return fail(in.status().message());
 
-  model::QuantizeOptions options;
+  convert::QuantizeOptions options;
   options.file_type = *file_type;
   options.num_threads = args.threads;
   ProgressBar bar("quantize");
-  auto q = model::build_quantized_model(**in, options, [&bar](const model::QuantizeProgress& p) {
-    bar.update(p.tensor_index, p.num_tensors, p.tensor_name, p.in_bytes_done, p.in_bytes_total);
-  });
+  auto q =
+      convert::build_quantized_model(**in, options, [&bar](const convert::QuantizeProgress& p) {
+        bar.update(p.tensor_index, p.num_tensors, p.tensor_name, p.in_bytes_done, p.in_bytes_total);
+      });
   if (!q.ok()) return fail(fmt::format("{}: {}", args.input, q.status().message()));
   const Status st = q->writer.write_file(args.output);
   bar.finish();
   if (!st.ok()) return fail(st.message());
   size_t quantized = 0, fallback = 0;
-  for (const model::TensorPlan& p : q->plans) {
+  for (const convert::TensorPlan& p : q->plans) {
     quantized += p.quantize ? 1 : 0;
     fallback += p.fallback ? 1 : 0;
   }
   std::printf(
       "wrote %s: %s, %zu tensors (%zu re-encoded, %zu with a fallback type), %s -> %s in %.1f s\n",
-      args.output.c_str(), std::string(model::file_type_name(*file_type)).c_str(), q->plans.size(),
-      quantized, fallback, human_bytes(q->in_bytes).c_str(), human_bytes(q->out_bytes).c_str(),
-      bar.elapsed_seconds());
+      args.output.c_str(), std::string(convert::file_type_name(*file_type)).c_str(),
+      q->plans.size(), quantized, fallback, human_bytes(q->in_bytes).c_str(),
+      human_bytes(q->out_bytes).c_str(), bar.elapsed_seconds());
   return 0;
 }
 
@@ -63,7 +64,7 @@ void register_quantize(CLI::App& app, CommandAction& action) {
   auto args = std::make_shared<QuantizeArgs>();
   cmd->add_option("input", args->input, "Input GGUF model")->required();
   cmd->add_option("output", args->output, "Output GGUF file")->required();
-  cmd->add_option("type", args->type, "Target: " + model::file_type_names())->required();
+  cmd->add_option("type", args->type, "Target: " + convert::file_type_names())->required();
   cmd->add_option("--threads", args->threads, "Threads (default: all)");
   cmd->callback([&action, args] { action = [args] { return run_quantize(*args); }; });
 }

@@ -1,5 +1,5 @@
 // `pagoda synth --shape NAME --vocab VOCAB.gguf -o OUT.gguf [--type F16] [--seed S] [--layers N]`:
-// writes a model with deterministic random weights at a real model's shapes (model/shapes/) and
+// writes a model with deterministic random weights at a real model's shapes (convert/shapes/) and
 // the tokenizer of VOCAB.gguf, for benchmarks and tests without downloading weights. Streams the
 // weights, so a 2 GB model needs only a few MB of memory.
 #include <fmt/format.h>
@@ -11,9 +11,9 @@
 
 #include "cli/commands/commands.h"
 #include "cli/progress.h"
+#include "convert/shapes/model_shape.h"
+#include "convert/shapes/synth_model.h"
 #include "format/gguf_file.h"
-#include "model/shapes/model_shape.h"
-#include "model/shapes/synth_model.h"
 
 namespace pagoda::cli {
 namespace {
@@ -29,10 +29,10 @@ struct SynthArgs {
 };
 
 int run_synth(const SynthArgs& args) {
-  const model::ModelShape* shape = model::find_model_shape(args.shape);
+  const convert::ModelShape* shape = convert::find_model_shape(args.shape);
   if (shape == nullptr) {
     return fail(
-        fmt::format("unknown shape '{}' (known: {})", args.shape, model::model_shape_names()));
+        fmt::format("unknown shape '{}' (known: {})", args.shape, convert::model_shape_names()));
   }
   const auto dtype = tensor::dtype_from_name(args.type);
   if (!dtype || (*dtype != tensor::DType::kF32 && *dtype != tensor::DType::kF16 &&
@@ -43,13 +43,13 @@ int run_synth(const SynthArgs& args) {
   auto vocab = format::GgufFile::open(args.vocab);
   if (!vocab.ok()) return fail(vocab.status().message());
 
-  model::SynthOptions options;
+  convert::SynthOptions options;
   options.dtype = *dtype;
   options.seed = args.seed;
   options.num_layers = args.layers;
   options.num_threads = args.threads;
   ProgressBar bar("synth");
-  auto writer = model::build_synth_model(
+  auto writer = convert::build_synth_model(
       *shape, **vocab, options, [&bar](size_t index, size_t num, uint64_t done, uint64_t total) {
         bar.update(index, num, "", done, total);
       });
@@ -72,7 +72,8 @@ void register_synth(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a model with random weights at a real model's shapes (for benchmarks)");
   auto args = std::make_shared<SynthArgs>();
-  cmd->add_option("--shape", args->shape, "Model shape: " + model::model_shape_names())->required();
+  cmd->add_option("--shape", args->shape, "Model shape: " + convert::model_shape_names())
+      ->required();
   cmd->add_option("--vocab", args->vocab, "GGUF file whose tokenizer.* metadata is copied")
       ->required();
   cmd->add_option("-o,--output", args->output, "Output GGUF file")->required();

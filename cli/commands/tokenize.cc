@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/commands/commands.h"
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::cli {
@@ -30,7 +30,7 @@ void register_tokenize(CLI::App& app, CommandAction& action) {
     action = [opts] {
       const std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
-      auto tok = model::load_tokenizer(path);
+      auto tok = loader::load_tokenizer(path);
       if (!tok.ok()) return fail(tok.status().message());
 
       std::string text((std::istreambuf_iterator<char>(std::cin)),

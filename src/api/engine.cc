@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "engine/engine_core.h"
 #include "kernels/isa.h"
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "tokenizer/chat_template.h"
@@ -70,7 +70,7 @@ class EngineImpl final : public Engine {
 
   // Declaration order = destruction order reversed: the core (its thread, the runner) goes
   // before the model and tokenizer it uses.
-  model::LoadedModel loaded_;
+  loader::LoadedModel loaded_;
   ModelInfo info_;
   std::unique_ptr<tokenizer::ChatTemplate> chat_template_;
   Status chat_template_status_;
@@ -112,7 +112,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   if (config.num_threads > 0) kernels::set_num_threads(config.num_threads);
 
   std::unique_ptr<EngineImpl> e(new EngineImpl());
-  PAGODA_ASSIGN_OR_RETURN(e->loaded_, model::load_model(config.model_path));
+  PAGODA_ASSIGN_OR_RETURN(e->loaded_, loader::load_model(config.model_path));
   const model::ModelConfig& mc = e->loaded_.model->config();
   const tokenizer::Tokenizer& tok = *e->loaded_.tokenizer;
 

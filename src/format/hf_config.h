@@ -3,7 +3,7 @@
 // strict JSON (base/strict_json.h: duplicate keys, depth) and type-checks every field it reads:
 // a field present with the wrong type is invalid_argument naming the file's field; null counts
 // as absent, as in transformers. Unknown fields are ignored. What the values mean for a model
-// (which architectures, which ranges) is decided by model/hf, not here.
+// (which architectures, which ranges) is decided by loader/hf, not here.
 #pragma once
 
 #include <cstdint>

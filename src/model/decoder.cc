@@ -19,7 +19,7 @@ std::string blk(int32_t i, const char* name) {
 
 // Experts stacked in one tensor (blk.N.ffn_gate_exps.weight), or one matrix per expert
 // (blk.N.ffn_gate.E.weight) as older llama.cpp files and Hugging Face Mixtral checkpoints
-// (model/hf) have them.
+// (loader/hf) have them.
 Result<std::vector<kernels::WeightView>> bind_experts(const WeightBinder& b, int32_t layer,
                                                       const std::string& base, int32_t num,
                                                       int64_t rows, int64_t cols) {

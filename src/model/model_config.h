@@ -1,5 +1,5 @@
 // ModelConfig: the hyper-parameters of a decoder-only transformer, independent of the file
-// format it was read from (GGUF metadata or a Hugging Face config.json).
+// format it was read from (GGUF metadata or a Hugging Face config.json; see loader/).
 #pragma once
 
 #include <cstdint>
@@ -8,11 +8,30 @@
 #include "base/status.h"
 #include "kernels/ops.h"
 
-namespace pagoda::format {
-class GgufFile;
-}
-
 namespace pagoda::model {
+
+// The bounds of the hyper-parameters: anything outside is treated as corrupt (no real model comes
+// near them; they also keep later size arithmetic far from overflow). This is their one owner:
+// validate_config checks a whole config against them, the file readers (loader/: GGUF metadata,
+// config.json) check each value against the same limits as they read it, naming their own key,
+// and the GGUF format layer checks only types and lengths.
+struct ConfigLimits {
+  // Counts, each in [1, max].
+  static constexpr int64_t kMaxLayers = 1024;     // block_count / num_hidden_layers
+  static constexpr int64_t kMaxHidden = 1 << 17;  // embedding_length / hidden_size
+  static constexpr int64_t kMaxHeads = 1024;      // query and KV heads
+  static constexpr int64_t kMaxHeadDim = 1024;    // key_length / value_length / head_dim
+  static constexpr int64_t kMaxFfn = 1 << 20;     // feed_forward_length / intermediate_size
+  static constexpr int64_t kMaxVocab = 1 << 22;
+  static constexpr int64_t kMaxContext = 1 << 24;  // also YaRN's / Llama-3's original context
+  static constexpr int64_t kMaxExperts = 1024;     // experts, and experts used per token
+  // RoPE base frequency: (0, kMaxRopeTheta]. Every scaling number (the linear / YaRN / Llama-3
+  // factor, YaRN's attention factor and betas): (0, kMaxRopeScaling].
+  static constexpr double kMaxRopeTheta = 1e12;
+  static constexpr double kMaxRopeScaling = 1e6;
+  // RMS norm epsilon: [0, kMaxRmsNormEps].
+  static constexpr double kMaxRmsNormEps = 1.0;
+};
 
 struct ModelConfig {
   std::string arch;  // "llama", "qwen2"
@@ -51,14 +70,12 @@ struct ModelConfig {
   int32_t gqa_group() const { return num_heads / num_kv_heads; }
 };
 
-// Reads and validates `<arch>.*` metadata. Errors name the key.
-Result<ModelConfig> config_from_gguf(const format::GgufFile& file);
-
 // YaRN: the scaled context (original context x factor) is usable, as vLLM derives max_model_len
 // (llama.cpp accepts a larger -c): context_length grows to it when that is larger (and in bounds).
 void extend_yarn_context(ModelConfig& config, double factor);
 
-// Checks cross-field consistency (positive sizes, divisibility, sane bounds).
+// Checks every field against ConfigLimits and the cross-field consistency (divisibility, rope
+// dims within the head, experts used within the experts). Errors name the field.
 Status validate_config(const ModelConfig& config);
 
 }  // namespace pagoda::model

@@ -1,6 +1,7 @@
-// TensorSource: named weight tensors from any file format (GGUF, safetensors), as views into
-// memory the source keeps alive. Dims are in ggml order: dims[0] is contiguous, so a 2-D matrix
-// with dims {cols, rows} is `rows` rows of `cols` elements (HF Linear [out, in] is the same).
+// TensorSource: named weight tensors from any file format (GGUF, safetensors; loader/ makes the
+// sources), as views into memory the source keeps alive. Dims are in ggml order: dims[0] is
+// contiguous, so a 2-D matrix with dims {cols, rows} is `rows` rows of `cols` elements (HF Linear
+// [out, in] is the same).
 #pragma once
 
 #include <cstdint>
@@ -11,10 +12,6 @@
 #include <vector>
 
 #include "tensor/dtype.h"
-
-namespace pagoda::format {
-class GgufFile;
-}
 
 namespace pagoda::model {
 
@@ -47,8 +44,5 @@ class RefTensorSource final : public TensorSource {
   std::vector<TensorRef> refs_;
   std::unordered_map<std::string_view, size_t> by_name_;
 };
-
-// A source over a validated GGUF file (shared so the mapping outlives the model).
-std::unique_ptr<TensorSource> make_gguf_tensor_source(std::shared_ptr<const format::GgufFile> file);
 
 }  // namespace pagoda::model

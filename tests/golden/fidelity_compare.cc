@@ -15,7 +15,7 @@ double fidelity_tolerance(const std::string& name) {
   return 0.25;
 }
 
-FidelityResult expect_matches_reference(const nlohmann::json& ref, const runner::LogitTrace& trace,
+FidelityResult expect_matches_reference(const nlohmann::json& ref, const diagnostics::LogitTrace& trace,
                                         double tolerance, double required_argmax,
                                         const std::string& label) {
   FidelityResult r;

@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "golden/fidelity_compare.h"
-#include "model/model_loader.h"
-#include "runner/logit_trace.h"
+#include "loader/model_loader.h"
+#include "diagnostics/logit_trace.h"
 #include "test_support.h"
 
 namespace pagoda {
@@ -43,13 +43,13 @@ TEST_P(FidelityTest, MatchesReferenceLogits) {
   const fs::path model_path = testing::fixture("models/" + model_file);
   PAGODA_REQUIRE_FIXTURE(model_path);
 
-  auto loaded = model::load_model(model_path.string());
+  auto loaded = loader::load_model(model_path.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   const int32_t n_predict = ref["n_predict"].get<int32_t>();
   // The exact softmax (the default) and flash attention's online softmax.
   for (const bool flash : {false, true}) {
     SCOPED_TRACE(flash ? "flash attention" : "exact softmax");
-    auto trace = runner::trace_logits(*loaded, ref["prompt"].get<std::string>(), n_predict,
+    auto trace = diagnostics::trace_logits(*loaded, ref["prompt"].get<std::string>(), n_predict,
                                       tensor::DType::kF16, flash);
     ASSERT_TRUE(trace.ok()) << trace.status().to_string();
 

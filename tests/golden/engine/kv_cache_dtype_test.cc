@@ -15,9 +15,9 @@
 #include <mutex>
 #include <random>
 
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "pagoda/engine.h"
-#include "runner/sequence_session.h"
+#include "diagnostics/sequence_session.h"
 #include "test_support.h"
 
 namespace pagoda {
@@ -34,7 +34,7 @@ std::string model_path(const std::string& name) {
 std::vector<std::vector<float>> logit_rows(model::Model& m, DType dtype,
                                            const std::vector<int32_t>& tokens, size_t prompt) {
   std::vector<std::vector<float>> rows;
-  auto session = runner::SequenceSession::create(m, static_cast<int32_t>(tokens.size()), dtype);
+  auto session = diagnostics::SequenceSession::create(m, static_cast<int32_t>(tokens.size()), dtype);
   EXPECT_TRUE(session.ok()) << session.status().to_string();
   if (!session.ok()) return rows;
   const auto vocab = static_cast<size_t>(m.config().vocab_size);
@@ -66,7 +66,7 @@ TEST_P(KvCacheDtypeLogits, StayCloseToF16Cache) {
   const DtypeCase c = GetParam();
   const std::string path = model_path(c.model);
   PAGODA_REQUIRE_FIXTURE(path);
-  auto loaded = model::load_model(path);
+  auto loaded = loader::load_model(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   model::Model& m = *loaded->model;
   std::mt19937 rng(99);

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "model/model_loader.h"
+#include "loader/model_loader.h"
 #include "runner/model_runner.h"
 #include "test_support.h"
 
@@ -33,7 +33,7 @@ bool block_written(const KvStorage& kv, int64_t b) {
 
 TEST(ModelRunnerWarmUp, WritesOnlyTheBlocksOfItsDummySequence) {
   PAGODA_REQUIRE_FIXTURE(model_path());
-  auto loaded = model::load_model(model_path());
+  auto loaded = loader::load_model(model_path());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   RunnerConfig rc;
   rc.num_blocks = 8;

@@ -30,9 +30,9 @@
 #include "format/gguf_file.h"
 #include "golden/fidelity_compare.h"
 #include "golden/tools/tools_test_support.h"
-#include "model/model_loader.h"
-#include "runner/logit_trace.h"
-#include "runner/sequence_session.h"
+#include "loader/model_loader.h"
+#include "diagnostics/logit_trace.h"
+#include "diagnostics/sequence_session.h"
 #include "test_support.h"
 
 namespace pagoda {
@@ -122,7 +122,7 @@ const FromGgufCase kFromGguf[] = {
 void check_against_reference(const std::string& model_path, const std::string& reference,
                              double tolerance, double required_argmax, const std::string& label,
                              bool both_prompts = true) {
-  auto loaded = model::load_model(model_path);
+  auto loaded = loader::load_model(model_path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   for (const char* part : {".p1.json", ".p2.json"}) {
     if (!both_prompts && std::string_view(part) == ".p2.json") break;
@@ -130,7 +130,7 @@ void check_against_reference(const std::string& model_path, const std::string& r
     if (!fs::exists(ref_path)) continue;
     const nlohmann::json ref = read_json(ref_path);
     ASSERT_EQ(ref["n_vocab"].get<int32_t>(), loaded->model->config().vocab_size);
-    auto trace = runner::trace_logits(*loaded, ref["prompt"].get<std::string>(),
+    auto trace = diagnostics::trace_logits(*loaded, ref["prompt"].get<std::string>(),
                                       ref["n_predict"].get<int32_t>());
     ASSERT_TRUE(trace.ok()) << trace.status().to_string();
     ASSERT_EQ(trace->prompt_tokens, ref["prompt_tokens"].get<std::vector<int32_t>>())
@@ -179,13 +179,13 @@ double dtype_tolerance(const std::string& dtype) {
 
 // max over rows of max |ours - ref| / std(ref row), for the reference's token sequence.
 double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::json& ref) {
-  auto loaded = model::load_model(model_path);
+  auto loaded = loader::load_model(model_path);
   EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
   if (!loaded.ok()) return INFINITY;
   const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
   const auto rows = ref["logits"].get<std::vector<std::vector<double>>>();
   auto session =
-      runner::SequenceSession::create(*loaded->model, static_cast<int32_t>(tokens.size()));
+      diagnostics::SequenceSession::create(*loaded->model, static_cast<int32_t>(tokens.size()));
   EXPECT_TRUE(session.ok()) << session.status().to_string();
   if (!session.ok()) return INFINITY;
   std::vector<float> logits;
@@ -280,9 +280,9 @@ TEST_P(HfTokenizerTest, SameIdsAsGgufTokenizer) {
   const std::string name = GetParam();
   const fs::path gguf = testing::fixture("tokenizer/ggml-vocab-" + name + ".gguf");
   PAGODA_REQUIRE_FIXTURE(gguf);
-  auto from_json = model::load_tokenizer((root / "tokenizers" / name).string());
+  auto from_json = loader::load_tokenizer((root / "tokenizers" / name).string());
   ASSERT_TRUE(from_json.ok()) << from_json.status().to_string();
-  auto from_gguf = model::load_tokenizer(gguf.string());
+  auto from_gguf = loader::load_tokenizer(gguf.string());
   ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().to_string();
   const auto inputs = split_inputs(read_text(gguf.string() + ".inp"));
   std::istringstream expected_lines(read_text(gguf.string() + ".out"));
@@ -527,7 +527,7 @@ TEST(HfCliTest, InspectTokenizeAndLogitsTakeADirectory) {
   EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos) << r.out;
 
   // tokenize: the same ids as the library tokenizer of the directory.
-  auto tok = model::load_tokenizer(dir.string());
+  auto tok = loader::load_tokenizer(dir.string());
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
   const std::string text = "Hello world, 123!";
   const fs::path input = testing::scratch_dir() / "tokenize-input.txt";

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <numbers>
 
+#include "convert/shapes/model_shape.h"
 #include "format/gguf_file.h"
 #include "kernels/quant.h"
-#include "model/shapes/model_shape.h"
 #include "tensor/float16.h"
 #include "test_support.h"
 #include "tools_test_support.h"
@@ -222,10 +222,10 @@ TEST_F(SynthTest, Llama3RopeFactors) {
   EXPECT_GT(blended, 0);                                   // the smooth region is exercised
   EXPECT_EQ((*f)->find_tensor("output.weight"), nullptr);  // tied
   // The big shape carries the same factors (same theta and head size).
-  const auto* shape = model::find_model_shape("llama3.2-1b");
+  const auto* shape = convert::find_model_shape("llama3.2-1b");
   ASSERT_NE(shape, nullptr);
   const auto big =
-      model::llama3_rope_factors(*shape->llama3_rope, shape->rope_theta, shape->head_dim);
+      convert::llama3_rope_factors(*shape->llama3_rope, shape->rope_theta, shape->head_dim);
   EXPECT_EQ(big, got);
 }
 
@@ -246,19 +246,19 @@ TEST_F(SynthTest, EveryTestShapeLoadsAndRuns) {
 }
 
 TEST(ModelShapes, RealShapesAsPublished) {
-  const auto* t = model::find_model_shape("tinyllama-1.1b");
+  const auto* t = convert::find_model_shape("tinyllama-1.1b");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->num_layers, 22);
   EXPECT_EQ(t->hidden_dim, 2048);
   EXPECT_EQ(t->num_kv_heads, 4);
   EXPECT_EQ(t->ffn_dim, 5632);
-  const auto* q = model::find_model_shape("qwen2.5-0.5b");
+  const auto* q = convert::find_model_shape("qwen2.5-0.5b");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->arch, "qwen2");
   EXPECT_TRUE(q->qkv_bias);
   EXPECT_TRUE(q->tied_embeddings);
   EXPECT_EQ(q->num_heads * q->head_dim, 896);
-  EXPECT_EQ(model::find_model_shape("gpt-5"), nullptr);
+  EXPECT_EQ(convert::find_model_shape("gpt-5"), nullptr);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/model_loader.h"
-#include "runner/logit_trace.h"
+#include "loader/model_loader.h"
+#include "diagnostics/logit_trace.h"
 #include "test_support.h"
 
 namespace pagoda::testing {
@@ -79,10 +79,10 @@ CliResult run_pagoda(const std::vector<std::string>& args) {
 }
 
 Result<std::vector<std::vector<float>>> prompt_logits(const std::string& model_path) {
-  PAGODA_ASSIGN_OR_RETURN(model::LoadedModel loaded, model::load_model(model_path));
+  PAGODA_ASSIGN_OR_RETURN(loader::LoadedModel loaded, loader::load_model(model_path));
   PAGODA_ASSIGN_OR_RETURN(
-      runner::LogitTrace trace,
-      runner::trace_logits(loaded, "Once upon a time, there was a little robot who", 0));
+      diagnostics::LogitTrace trace,
+      diagnostics::trace_logits(loaded, "Once upon a time, there was a little robot who", 0));
   return std::move(trace.rows);
 }
 

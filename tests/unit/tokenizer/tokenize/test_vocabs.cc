@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "format/gguf_file.h"
-#include "model/gguf_vocab.h"
+#include "loader/gguf_vocab.h"
 
 namespace pagoda::testing {
 
@@ -16,7 +16,7 @@ tokenizer::Vocab load_gguf_vocab(const std::filesystem::path& path) {
   auto file = format::GgufFile::open(path.string());
   EXPECT_TRUE(file.ok()) << file.status().to_string();
   if (!file.ok()) return {};
-  auto vocab = model::load_vocab(**file);
+  auto vocab = loader::load_vocab(**file);
   EXPECT_TRUE(vocab.ok()) << vocab.status().to_string();
   if (!vocab.ok()) return {};
   return std::move(vocab).value();
@@ -31,7 +31,7 @@ const tokenizer::Tokenizer* load_gguf_tokenizer(const std::filesystem::path& pat
   auto file = format::GgufFile::open(path.string());
   EXPECT_TRUE(file.ok()) << file.status().to_string();
   if (!file.ok()) return nullptr;
-  auto vocab = model::load_vocab(**file);
+  auto vocab = loader::load_vocab(**file);
   EXPECT_TRUE(vocab.ok()) << vocab.status().to_string();
   if (!vocab.ok()) return nullptr;
   auto tok = tokenizer::Tokenizer::create(std::move(vocab).value());

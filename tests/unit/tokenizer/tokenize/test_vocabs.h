@@ -11,7 +11,7 @@
 
 namespace pagoda::testing {
 
-// The tokenizer of a GGUF file via model::load_vocab + Tokenizer::create, cached by path.
+// The tokenizer of a GGUF file via loader::load_vocab + Tokenizer::create, cached by path.
 // Fails the current test (and returns nullptr) on error.
 const tokenizer::Tokenizer* load_gguf_tokenizer(const std::filesystem::path& path);
 

@@ -1,0 +1,388 @@
+#include "convert/hf_to_gguf.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string_view>
+
+#include "kernels/quant.h"
+#include "tensor/float16.h"
+
+namespace pagoda::convert {
+namespace {
+
+using format::GgufWriteValue;
+using loader::HfCheckpoint;
+using loader::HfTensor;
+using loader::HfTokenizerFiles;
+using model::ModelConfig;
+using tensor::DType;
+
+// Elements converted per chunk handed to the writer.
+constexpr uint64_t kChunkElements = uint64_t{1} << 20;
+
+// One output tensor: the HF tensors it is made of (one, or one per expert, stacked along the
+// slowest dim) and how its rows are ordered.
+struct OutTensor {
+  std::string name;
+  std::vector<const HfTensor*> parts;  // all with the same dims and dtype
+  int32_t n_dims = 0;
+  uint64_t dims[4] = {1, 1, 1, 1};  // ggml order, experts last when stacked
+  int32_t permute_heads = 0;        // > 0: llama q/k rows permuted over this many heads
+  int32_t layer = -1;
+};
+
+int64_t rows_of(const OutTensor& t) {
+  int64_t rows = 1;
+  for (int32_t i = 1; i < t.n_dims; ++i)
+    rows *= static_cast<int64_t>(t.dims[i]);
+  return rows;
+}
+
+// Pointer to the source bytes of output row `r`.
+const uint8_t* source_row(const OutTensor& t, int64_t r, uint64_t in_row_bytes) {
+  const int64_t rows_per_part = rows_of(t) / static_cast<int64_t>(t.parts.size());
+  const HfTensor* part = t.parts[static_cast<size_t>(r / rows_per_part)];
+  int64_t row = r % rows_per_part;
+  if (t.permute_heads > 0) row = gguf_qk_source_row(row, rows_per_part, t.permute_heads);
+  return part->data + static_cast<uint64_t>(row) * in_row_bytes;
+}
+
+struct SharedProgress {
+  QuantizeProgressFn callback;
+  size_t num_tensors = 0;
+  uint64_t in_bytes_total = 0;
+  uint64_t in_bytes_done = 0;
+
+  void advance(size_t index, std::string_view name, uint64_t bytes) {
+    in_bytes_done += bytes;
+    if (callback) callback({index, num_tensors, name, in_bytes_done, in_bytes_total});
+  }
+};
+
+// Everything the writer's callbacks read: kept alive by them.
+struct ConvertState {
+  std::shared_ptr<const HfCheckpoint> checkpoint;
+  std::vector<OutTensor> tensors;
+  SharedProgress progress;
+  int num_threads = 1;
+};
+
+Status write_tensor(const ConvertState& state, const OutTensor& t, DType out_type, size_t index,
+                    SharedProgress& progress, const format::GgufWriter::ByteSink& sink) {
+  const DType in_type = t.parts.front()->dtype;
+  const uint64_t nx = t.dims[0];
+  const int64_t rows = rows_of(t);
+  const uint64_t in_row = *tensor::row_size_bytes(in_type, nx);  // checked when planning
+  const uint64_t out_row = *tensor::row_size_bytes(out_type, nx);
+  const bool copy = in_type == out_type;
+  const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkElements / nx));
+  std::vector<uint8_t> out(static_cast<size_t>(std::min(rows, rows_per_chunk)) * out_row);
+  for (int64_t first = 0; first < rows; first += rows_per_chunk) {
+    const int64_t count = std::min(rows_per_chunk, rows - first);
+    std::atomic<int64_t> bad_row{-1};
+    uint8_t* dst = out.data();
+#pragma omp parallel num_threads(state.num_threads)
+    {
+      std::vector<float> row(copy ? 0 : static_cast<size_t>(nx));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < count; ++r) {
+        const uint8_t* src = source_row(t, first + r, in_row);
+        uint8_t* out_ptr = dst + static_cast<uint64_t>(r) * out_row;
+        if (copy) {
+          std::memcpy(out_ptr, src, in_row);
+          continue;
+        }
+        kernels::dequantize_row(in_type, src, row.data(), static_cast<int64_t>(nx));
+        bool finite = true;
+        for (float v : row)
+          finite &= std::isfinite(v);
+        if (!finite) {
+          int64_t expected = -1;
+          bad_row.compare_exchange_strong(expected, first + r);
+          continue;
+        }
+        kernels::quantize_row(out_type, row.data(), out_ptr, static_cast<int64_t>(nx));
+      }
+    }
+    if (bad_row.load() >= 0) {
+      return invalid_argument("tensor '{}' row {} holds a non-finite value", t.name,
+                              bad_row.load());
+    }
+    PAGODA_RETURN_IF_ERROR(
+        sink(std::span<const uint8_t>(dst, static_cast<size_t>(count) * out_row)));
+    progress.advance(index, t.name, static_cast<uint64_t>(count) * in_row);
+  }
+  return Status();
+}
+
+// "blk.3.ffn_gate.1.weight" -> "blk.3.ffn_gate_exps.weight".
+std::string stacked_name(const HfTensor& t) {
+  const std::string& n = t.gguf_name;
+  const std::string prefix = "blk." + std::to_string(t.layer) + ".";
+  const size_t base_end = n.find('.', prefix.size());
+  return n.substr(0, base_end) + "_exps.weight";
+}
+
+// Output tensors in llama.cpp's order: globals first, then by layer, by name within a layer.
+Result<std::vector<OutTensor>> plan_outputs(const HfCheckpoint& ckpt) {
+  const ModelConfig& c = ckpt.config();
+  const bool permute = c.arch == "llama";
+  std::map<std::string, OutTensor> stacked;
+  std::vector<OutTensor> out;
+  for (const HfTensor& t : ckpt.tensors()) {
+    if (t.expert >= 0) {
+      OutTensor& s = stacked[stacked_name(t)];
+      if (s.parts.empty()) {
+        s.name = stacked_name(t);
+        s.layer = t.layer;
+        s.parts.assign(static_cast<size_t>(c.num_experts), nullptr);
+      }
+      if (t.expert >= c.num_experts) {
+        return invalid_argument("tensor \"{}\": expert {} >= num_local_experts {}", t.hf_name,
+                                t.expert, c.num_experts);
+      }
+      s.parts[static_cast<size_t>(t.expert)] = &t;
+      continue;
+    }
+    OutTensor o;
+    o.name = t.gguf_name;
+    o.parts = {&t};
+    o.n_dims = t.n_dims;
+    for (int32_t i = 0; i < 4; ++i)
+      o.dims[i] = static_cast<uint64_t>(t.dims[i]);
+    o.layer = t.layer;
+    if (permute && t.n_dims == 2) {
+      if (t.gguf_name.ends_with(".attn_q.weight")) o.permute_heads = c.num_heads;
+      if (t.gguf_name.ends_with(".attn_k.weight")) o.permute_heads = c.num_kv_heads;
+    }
+    if (o.permute_heads > 0) {
+      const int64_t rows = t.dims[1];
+      if (rows % o.permute_heads != 0 || (rows / o.permute_heads) % 2 != 0) {
+        return invalid_argument("tensor \"{}\": {} rows do not split into {} heads of even size",
+                                t.hf_name, rows, o.permute_heads);
+      }
+    }
+    out.push_back(std::move(o));
+  }
+  for (auto& [name, s] : stacked) {
+    for (size_t e = 0; e < s.parts.size(); ++e) {
+      if (s.parts[e] == nullptr) return invalid_argument("{}: expert {} is missing", name, e);
+      const HfTensor& p = *s.parts[e];
+      const HfTensor& f = *s.parts[0];
+      if (p.dtype != f.dtype || p.n_dims != 2 || p.dims[0] != f.dims[0] || p.dims[1] != f.dims[1]) {
+        return invalid_argument("tensor \"{}\": its dtype or shape differs from expert 0's",
+                                p.hf_name);
+      }
+    }
+    const HfTensor& f = *s.parts[0];
+    s.n_dims = 3;
+    s.dims[0] = static_cast<uint64_t>(f.dims[0]);
+    s.dims[1] = static_cast<uint64_t>(f.dims[1]);
+    s.dims[2] = s.parts.size();
+    out.push_back(std::move(s));
+  }
+  auto rank = [](const OutTensor& t) {
+    if (t.name == "token_embd.weight") return 0;
+    if (t.name == "rope_freqs.weight") return 1;
+    if (t.layer >= 0) return 2;
+    if (t.name == "output_norm.weight") return 3;
+    return 4;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const OutTensor& a, const OutTensor& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (a.layer != b.layer) return a.layer < b.layer;
+    return a.name < b.name;
+  });
+  return out;
+}
+
+void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const std::string& name,
+                        FileType file_type) {
+  const ModelConfig& c = ckpt.config();
+  const std::string a = c.arch + ".";
+  w.set("general.architecture", GgufWriteValue::string(c.arch));
+  w.set("general.name", GgufWriteValue::string(name));
+  w.set(a + "context_length", GgufWriteValue::u32(static_cast<uint32_t>(c.context_length)));
+  w.set(a + "embedding_length", GgufWriteValue::u32(static_cast<uint32_t>(c.hidden_dim)));
+  w.set(a + "block_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_layers)));
+  w.set(a + "feed_forward_length", GgufWriteValue::u32(static_cast<uint32_t>(c.ffn_dim)));
+  w.set(a + "attention.head_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_heads)));
+  w.set(a + "attention.head_count_kv", GgufWriteValue::u32(static_cast<uint32_t>(c.num_kv_heads)));
+  if (c.hidden_dim % c.num_heads != 0 || c.head_dim != c.hidden_dim / c.num_heads) {
+    w.set(a + "attention.key_length", GgufWriteValue::u32(static_cast<uint32_t>(c.head_dim)));
+    w.set(a + "attention.value_length", GgufWriteValue::u32(static_cast<uint32_t>(c.head_dim)));
+  }
+  w.set(a + "rope.dimension_count", GgufWriteValue::u32(static_cast<uint32_t>(c.rope_dims)));
+  w.set(a + "rope.freq_base", GgufWriteValue::f32(c.rope_theta));
+  if (ckpt.rope_linear_factor() != 1.0) {
+    w.set(a + "rope.scaling.type", GgufWriteValue::string("linear"));
+    w.set(a + "rope.scaling.factor",
+          GgufWriteValue::f32(static_cast<float>(ckpt.rope_linear_factor())));
+  }
+  if (c.rope_ext_factor != 0.0f) {  // yarn, as llama.cpp's converter writes it
+    w.set(a + "rope.scaling.type", GgufWriteValue::string("yarn"));
+    w.set(a + "rope.scaling.factor", GgufWriteValue::f32(1.0f / c.rope_freq_scale));
+    w.set(a + "rope.scaling.original_context_length",
+          GgufWriteValue::u32(static_cast<uint32_t>(c.rope_yarn_orig_ctx)));
+    if (c.rope_attn_factor != 1.0f) {
+      w.set(a + "rope.scaling.attn_factor", GgufWriteValue::f32(c.rope_attn_factor));
+    }
+    if (c.rope_yarn_beta_fast != 32.0f || c.rope_yarn_beta_slow != 1.0f) {
+      w.set(a + "rope.scaling.yarn_beta_fast", GgufWriteValue::f32(c.rope_yarn_beta_fast));
+      w.set(a + "rope.scaling.yarn_beta_slow", GgufWriteValue::f32(c.rope_yarn_beta_slow));
+    }
+  }
+  w.set(a + "attention.layer_norm_rms_epsilon", GgufWriteValue::f32(c.rms_norm_eps));
+  w.set(a + "vocab_size", GgufWriteValue::u32(static_cast<uint32_t>(c.vocab_size)));
+  if (c.num_experts > 0) {
+    w.set(a + "expert_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_experts)));
+    w.set(a + "expert_used_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_experts_used)));
+  }
+  w.set("general.file_type", GgufWriteValue::u32(static_cast<uint32_t>(file_type)));
+  w.set("general.quantization_version", GgufWriteValue::u32(2));
+}
+
+Status set_tokenizer_metadata(format::GgufWriter& w, const HfTokenizerFiles& files,
+                              int32_t model_vocab) {
+  const tokenizer::Vocab& v = files.vocab;
+  if (v.tokens.size() > static_cast<size_t>(model_vocab)) {
+    return invalid_argument("the tokenizer has {} tokens, more than the model's vocab_size {}",
+                            v.tokens.size(), model_vocab);
+  }
+  const size_t n = static_cast<size_t>(model_vocab);
+  std::vector<std::string> tokens = v.tokens;
+  std::vector<int32_t> types(n, static_cast<int32_t>(tokenizer::TokenType::kNormal));
+  for (size_t i = 0; i < v.token_types.size(); ++i)
+    types[i] = static_cast<int32_t>(v.token_types[i]);
+  for (size_t i = tokens.size(); i < n; ++i) {
+    tokens.push_back("[PAD" + std::to_string(i) + "]");
+    types[i] = static_cast<int32_t>(tokenizer::TokenType::kUnused);
+  }
+  const bool spm = v.kind == tokenizer::VocabKind::kSpm;
+  w.set("tokenizer.ggml.model", GgufWriteValue::string(spm ? "llama" : "gpt2"));
+  w.set("tokenizer.ggml.pre", GgufWriteValue::string(v.pre));
+  w.set("tokenizer.ggml.tokens",
+        GgufWriteValue::string_array(std::span<const std::string>(tokens)));
+  if (!v.scores.empty() || spm) {
+    std::vector<float> scores(n, 0.0f);
+    for (size_t i = 0; i < v.scores.size(); ++i)
+      scores[i] = v.scores[i];
+    w.set("tokenizer.ggml.scores", GgufWriteValue::array(std::span<const float>(scores)));
+  }
+  w.set("tokenizer.ggml.token_type", GgufWriteValue::array(std::span<const int32_t>(types)));
+  if (!spm) {
+    w.set("tokenizer.ggml.merges",
+          GgufWriteValue::string_array(std::span<const std::string>(v.merges)));
+  }
+  auto set_id = [&w](const char* key, const std::optional<tokenizer::TokenId>& id) {
+    if (id) w.set(key, GgufWriteValue::u32(static_cast<uint32_t>(*id)));
+  };
+  set_id("tokenizer.ggml.bos_token_id", v.bos_id);
+  set_id("tokenizer.ggml.eos_token_id", v.eos_id);
+  set_id("tokenizer.ggml.unknown_token_id", v.unk_id);
+  set_id("tokenizer.ggml.padding_token_id", v.pad_id);
+  set_id("tokenizer.ggml.seperator_token_id", v.sep_id);
+  set_id("tokenizer.ggml.eot_token_id", v.eot_id);
+  set_id("tokenizer.ggml.eom_token_id", v.eom_id);
+  w.set("tokenizer.ggml.add_bos_token", GgufWriteValue::boolean(v.add_bos));
+  w.set("tokenizer.ggml.add_eos_token", GgufWriteValue::boolean(v.add_eos));
+  if (spm) w.set("tokenizer.ggml.add_space_prefix", GgufWriteValue::boolean(v.add_space_prefix));
+  if (!files.chat_template.empty()) {
+    w.set("tokenizer.chat_template", GgufWriteValue::string(files.chat_template));
+  }
+  return Status();
+}
+
+}  // namespace
+
+int64_t gguf_qk_source_row(int64_t gguf_row, int64_t rows, int32_t n_head) {
+  const int64_t head_rows = rows / n_head;
+  const int64_t half = head_rows / 2;
+  const int64_t h = gguf_row / head_rows;
+  const int64_t within = gguf_row % head_rows;  // = 2 * i + s
+  return h * head_rows + (within % 2) * half + within / 2;
+}
+
+Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> checkpoint,
+                                          const HfTokenizerFiles& tokenizer,
+                                          const ConvertOptions& options,
+                                          QuantizeProgressFn progress) {
+  auto state = std::make_shared<ConvertState>();
+  state->checkpoint = checkpoint;
+  state->num_threads = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
+  state->progress.callback = std::move(progress);
+  PAGODA_ASSIGN_OR_RETURN(state->tensors, plan_outputs(*checkpoint));
+  const ModelConfig& c = checkpoint->config();
+
+  MixModel mix;
+  mix.arch = c.arch;
+  mix.num_layers = c.num_layers;
+  mix.num_heads = c.num_heads;
+  mix.num_kv_heads = c.num_kv_heads;
+  mix.num_experts = c.num_experts;
+  std::vector<MixTensor> descs;
+  for (const OutTensor& t : state->tensors) {
+    MixTensor d;
+    d.name = t.name;
+    d.n_dims = static_cast<uint32_t>(t.n_dims);
+    std::copy(t.dims, t.dims + 4, d.dims);
+    d.dtype = t.parts.front()->dtype;
+    descs.push_back(d);
+  }
+  QuantizedModel out;
+  PAGODA_ASSIGN_OR_RETURN(out.plans, plan_tensor_types(mix, options.file_type, descs));
+
+  std::string name = options.name;
+  if (name.empty()) {
+    name = std::filesystem::path(checkpoint->dir()).lexically_normal().filename().string();
+    if (name.empty()) {
+      name = std::filesystem::path(checkpoint->dir())
+                 .lexically_normal()
+                 .parent_path()
+                 .filename()
+                 .string();
+    }
+  }
+  set_model_metadata(out.writer, *checkpoint, name, options.file_type);
+  PAGODA_RETURN_IF_ERROR(set_tokenizer_metadata(out.writer, tokenizer, c.vocab_size));
+
+  state->progress.num_tensors = state->tensors.size();
+  for (size_t i = 0; i < state->tensors.size(); ++i) {
+    const OutTensor& t = state->tensors[i];
+    TensorPlan& plan = out.plans[i];
+    const DType in_type = t.parts.front()->dtype;
+    // Tensors llama.cpp never quantises (norms, rope factors, the MoE router) are written as F32,
+    // as its converter does; the others get the mix's type.
+    if (!is_quantizable(descs[i])) plan.dtype = DType::kF32;
+    plan.quantize = plan.dtype != in_type;
+    if (!kernels::can_dequantize(in_type) || !kernels::can_quantize(plan.dtype)) {
+      return unimplemented("tensor '{}': cannot convert {} to {}", t.name,
+                           tensor::dtype_name(in_type), tensor::dtype_name(plan.dtype));
+    }
+    auto in_row = tensor::row_size_bytes(in_type, t.dims[0]);
+    auto out_row = tensor::row_size_bytes(plan.dtype, t.dims[0]);
+    if (!in_row.ok() || !out_row.ok()) {
+      return internal_error("tensor '{}': no whole {} rows of {}", t.name,
+                            tensor::dtype_name(plan.dtype), t.dims[0]);
+    }
+    const uint64_t rows = static_cast<uint64_t>(rows_of(t));
+    state->progress.in_bytes_total += *in_row * rows;
+    out.in_bytes += *in_row * rows;
+    out.out_bytes += *out_row * rows;
+    const DType type = plan.dtype;
+    out.writer.add_tensor(t.name, type, std::vector<uint64_t>(t.dims, t.dims + t.n_dims),
+                          [state, i, type](const format::GgufWriter::ByteSink& sink) {
+                            return write_tensor(*state, state->tensors[i], type, i, state->progress,
+                                                sink);
+                          });
+  }
+  return out;
+}
+
+}  // namespace pagoda::convert

@@ -1,0 +1,55 @@
+// Quantising a GGUF model file: every tensor the mix (quant_mix.h) says to quantise is
+// dequantised row by row (F32/F16/BF16 or any quantised type pagoda reads) and re-encoded with
+// ggml's reference quantisers (kernels/quant.h), rows in parallel with OpenMP; the rest is copied
+// byte for byte. Metadata is copied in order; general.file_type and
+// general.quantization_version (2) are set. Tensor data is streamed from the input mapping into
+// the writer, so memory stays at a few MB per thread whatever the model size.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "convert/quantize/quant_mix.h"
+#include "format/gguf_writer.h"
+
+namespace pagoda::format {
+class GgufFile;
+}
+
+namespace pagoda::convert {
+
+struct QuantizeOptions {
+  FileType file_type = FileType::kQ4_K_M;
+  int num_threads = 0;  // 0: OpenMP's default
+};
+
+struct QuantizeProgress {
+  size_t tensor_index = 0;  // the tensor being written, in file order
+  size_t num_tensors = 0;
+  std::string_view tensor_name;
+  uint64_t in_bytes_done = 0;  // input tensor bytes consumed so far
+  uint64_t in_bytes_total = 0;
+};
+using QuantizeProgressFn = std::function<void(const QuantizeProgress&)>;
+
+struct QuantizedModel {
+  format::GgufWriter writer;      // reads `in` while writing: `in` must outlive the write
+  std::vector<TensorPlan> plans;  // per input tensor, in file order
+  uint64_t in_bytes = 0;          // tensor data in
+  uint64_t out_bytes = 0;         // tensor data out (without padding)
+};
+
+// Plans every tensor and builds the writer. Errors (before anything is written): a split file,
+// a tensor to quantise whose type pagoda cannot read, a MoE tensor without a layer. Errors while
+// writing: a non-finite input value (naming tensor and row).
+Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
+                                             const QuantizeOptions& options,
+                                             QuantizeProgressFn progress = nullptr);
+
+// What the mix rules need, read from `in`'s metadata (<arch>.block_count etc.).
+MixModel mix_model_from_gguf(const format::GgufFile& in);
+
+}  // namespace pagoda::convert

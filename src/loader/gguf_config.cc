@@ -1,0 +1,155 @@
+// config_from_gguf: each value is checked against model::ConfigLimits as it is read (before it
+// is narrowed), naming its key; architecture constraints and validate_config follow in the loader.
+#include "loader/gguf_config.h"
+
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include "format/gguf_file.h"
+
+namespace pagoda::loader {
+namespace {
+
+using model::ModelConfig;
+using L = model::ConfigLimits;
+
+Result<int32_t> get_count(const format::GgufFile& f, const std::string& key, int64_t max) {
+  PAGODA_ASSIGN_OR_RETURN(uint64_t v, f.get_uint(key));
+  if (v == 0 || v > static_cast<uint64_t>(max)) {
+    return invalid_argument("metadata {} = {} is out of range [1, {}]", key, v, max);
+  }
+  return static_cast<int32_t>(v);
+}
+
+Result<int32_t> get_count_or(const format::GgufFile& f, const std::string& key, int64_t max,
+                             int32_t fallback) {
+  if (f.find(key) == nullptr) return fallback;
+  return get_count(f, key, max);
+}
+
+// YaRN's keys (as llama.cpp reads them): original_context_length (default: context_length),
+// attn_factor (1), yarn_beta_fast / yarn_beta_slow (32 / 1); ext_factor is 1.
+Status read_yarn(const format::GgufFile& f, const std::string& a, double factor, ModelConfig& c) {
+  c.rope_ext_factor = 1.0f;
+  c.rope_yarn_orig_ctx = c.context_length;
+  if (f.find(a + "rope.scaling.original_context_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(
+        c.rope_yarn_orig_ctx,
+        get_count(f, a + "rope.scaling.original_context_length", L::kMaxContext));
+  }
+  const auto read_float = [&](const std::string& key, float& out) -> Status {
+    if (f.find(key) == nullptr) return Status();
+    PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
+    if (!(v > 0) || v > L::kMaxRopeScaling)
+      return invalid_argument("{} {} is out of range", key, v);
+    out = static_cast<float>(v);
+    return Status();
+  };
+  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.attn_factor", c.rope_attn_factor));
+  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast));
+  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
+  model::extend_yarn_context(c, factor);
+  if (f.find(a + "rope.scaling.yarn_log_multiplier") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(double mul, f.get_float(a + "rope.scaling.yarn_log_multiplier"));
+    if (mul != 0.0) {
+      return unimplemented("rope.scaling.yarn_log_multiplier {} is not supported yet", mul);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
+  ModelConfig c;
+  PAGODA_ASSIGN_OR_RETURN(std::string_view arch, f.get_string("general.architecture"));
+  c.arch = std::string(arch);
+  if (auto name = f.get_string("general.name"); name.ok()) c.name = std::string(*name);
+  const std::string a = c.arch + ".";
+
+  PAGODA_ASSIGN_OR_RETURN(c.num_layers, get_count(f, a + "block_count", L::kMaxLayers));
+  PAGODA_ASSIGN_OR_RETURN(c.hidden_dim, get_count(f, a + "embedding_length", L::kMaxHidden));
+  PAGODA_ASSIGN_OR_RETURN(c.num_heads, get_count(f, a + "attention.head_count", L::kMaxHeads));
+  PAGODA_ASSIGN_OR_RETURN(
+      c.num_kv_heads, get_count_or(f, a + "attention.head_count_kv", L::kMaxHeads, c.num_heads));
+  PAGODA_ASSIGN_OR_RETURN(c.ffn_dim, get_count(f, a + "feed_forward_length", L::kMaxFfn));
+  PAGODA_ASSIGN_OR_RETURN(c.context_length, get_count(f, a + "context_length", L::kMaxContext));
+  if (c.hidden_dim % c.num_heads != 0 && f.find(a + "attention.key_length") == nullptr) {
+    return invalid_argument("embedding_length {} is not a multiple of attention.head_count {}",
+                            c.hidden_dim, c.num_heads);
+  }
+  PAGODA_ASSIGN_OR_RETURN(c.head_dim, get_count_or(f, a + "attention.key_length", L::kMaxHeadDim,
+                                                   c.hidden_dim / c.num_heads));
+  if (f.find(a + "attention.value_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(int32_t v_dim,
+                            get_count(f, a + "attention.value_length", L::kMaxHeadDim));
+    if (v_dim != c.head_dim) {
+      return unimplemented("attention.value_length {} != key_length {}", v_dim, c.head_dim);
+    }
+  }
+  PAGODA_ASSIGN_OR_RETURN(c.rope_dims,
+                          get_count_or(f, a + "rope.dimension_count", L::kMaxHeadDim, c.head_dim));
+  if (f.find(a + "rope.freq_base") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(double base, f.get_float(a + "rope.freq_base"));
+    c.rope_theta = static_cast<float>(base);
+  }
+  if (f.find(a + "attention.layer_norm_rms_epsilon") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(double eps, f.get_float(a + "attention.layer_norm_rms_epsilon"));
+    c.rms_norm_eps = static_cast<float>(eps);
+  }
+  // RoPE scaling: none, linear and yarn are applied here; Llama-3 style scaling arrives as the
+  // rope_freqs.weight tensor (bound by the weights).
+  std::string scaling = "none";
+  if (f.find(a + "rope.scaling.type") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(std::string_view s, f.get_string(a + "rope.scaling.type"));
+    scaling = std::string(s);
+  }
+  double factor = 1.0;
+  if (f.find(a + "rope.scaling.factor") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(factor, f.get_float(a + "rope.scaling.factor"));
+  } else if (f.find(a + "rope.scale_linear") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(factor, f.get_float(a + "rope.scale_linear"));
+    scaling = "linear";
+  }
+  if (scaling == "linear" || scaling == "yarn") {
+    if (!(factor > 0) || factor > L::kMaxRopeScaling) {
+      return invalid_argument("rope.scaling.factor {} is out of range", factor);
+    }
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  }
+  if (scaling == "yarn") {
+    PAGODA_RETURN_IF_ERROR(read_yarn(f, a, factor, c));
+  } else if (scaling != "linear" && scaling != "none" && scaling != "llama3" && factor != 1.0) {
+    return unimplemented("rope.scaling.type '{}' is not supported yet", scaling);
+  }
+  if (f.find(a + "expert_count") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.num_experts, get_count(f, a + "expert_count", L::kMaxExperts));
+    PAGODA_ASSIGN_OR_RETURN(c.num_experts_used,
+                            get_count(f, a + "expert_used_count", L::kMaxExperts));
+  } else if (f.find(a + "expert_used_count") != nullptr) {
+    return invalid_argument("metadata {}expert_used_count is set but {}expert_count is not", a, a);
+  }
+  // Vocab size: explicit key, else the tokenizer, else the embedding tensor.
+  if (f.find(a + "vocab_size") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.vocab_size, get_count(f, a + "vocab_size", L::kMaxVocab));
+  } else if (const auto* tokens = f.find("tokenizer.ggml.tokens"); tokens != nullptr) {
+    if (tokens->count == 0 || tokens->count > static_cast<uint64_t>(L::kMaxVocab)) {
+      return invalid_argument("tokenizer.ggml.tokens has {} entries", tokens->count);
+    }
+    c.vocab_size = static_cast<int32_t>(tokens->count);
+  } else if (const auto* emb = f.find_tensor("token_embd.weight"); emb != nullptr) {
+    if (emb->dims[1] == 0 || emb->dims[1] > static_cast<uint64_t>(L::kMaxVocab)) {
+      return invalid_argument("token_embd.weight has {} rows", emb->dims[1]);
+    }
+    c.vocab_size = static_cast<int32_t>(emb->dims[1]);
+  } else {
+    return invalid_argument("cannot determine the vocabulary size");
+  }
+
+  c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  // Architecture-specific fields (rope style, biases) are set by the arch's adjust_config.
+  return c;
+}
+
+}  // namespace pagoda::loader

@@ -1,0 +1,547 @@
+#include "loader/hf/hf_checkpoint.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "model/arch/arch.h"
+
+namespace pagoda::loader {
+namespace {
+
+namespace fs = std::filesystem;
+using model::ArchDef;
+using model::ModelConfig;
+using L = model::ConfigLimits;
+
+constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+
+struct ArchMap {
+  std::string_view hf;
+  std::string_view model_type;
+  std::string_view arch;
+  bool experts;
+};
+constexpr ArchMap kArchMaps[] = {
+    {"LlamaForCausalLM", "llama", "llama", false},
+    {"MistralForCausalLM", "mistral", "llama", false},
+    {"MixtralForCausalLM", "mixtral", "llama", true},
+    {"Qwen2ForCausalLM", "qwen2", "qwen2", false},
+};
+
+Result<int32_t> required_count(const std::optional<int64_t>& v, std::string_view field,
+                               int64_t max) {
+  if (!v) return invalid_argument("config.json: {} is missing", field);
+  if (*v <= 0 || *v > max) {
+    return invalid_argument("config.json: {} = {} is out of range [1, {}]", field, *v, max);
+  }
+  return static_cast<int32_t>(*v);
+}
+
+// Parses a decimal index at the start of `s` (no sign, no leading zeros) followed by '.'.
+std::optional<int32_t> take_index(std::string_view& s) {
+  size_t n = 0;
+  while (n < s.size() && n < 7 && s[n] >= '0' && s[n] <= '9')
+    ++n;
+  if (n == 0 || n >= s.size() || s[n] != '.' || (n > 1 && s[0] == '0')) return std::nullopt;
+  int32_t v = 0;
+  for (size_t i = 0; i < n; ++i)
+    v = v * 10 + (s[i] - '0');
+  s.remove_prefix(n + 1);
+  return v;
+}
+
+// GenerationDefaults from generation_config.json; out-of-range values are dropped with a warning
+// (the model is still usable with the engine's defaults).
+GenerationDefaults generation_defaults_from(const format::HfGenerationConfig& g) {
+  GenerationDefaults d;
+  auto keep_float = [](const std::optional<double>& v, std::string_view name, double lo, double hi,
+                       bool lo_open, std::optional<float>& out) {
+    if (!v) return;
+    const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
+    if (!ok) {
+      PAGODA_LOG_WARN("generation_config.json: {} = {} is out of range; ignored", name, *v);
+      return;
+    }
+    out = static_cast<float>(*v);
+  };
+  d.do_sample = g.do_sample;
+  keep_float(g.temperature, "temperature", 0.0, 1e6, false, d.temperature);
+  keep_float(g.top_p, "top_p", 0.0, 1.0, true, d.top_p);
+  keep_float(g.min_p, "min_p", 0.0, 1.0, false, d.min_p);
+  keep_float(g.repetition_penalty, "repetition_penalty", 0.0, 1e6, true, d.repetition_penalty);
+  if (g.top_k) {
+    if (*g.top_k < 0 || *g.top_k > INT32_MAX) {
+      PAGODA_LOG_WARN("generation_config.json: top_k = {} is out of range; ignored", *g.top_k);
+    } else {
+      d.top_k = static_cast<int32_t>(*g.top_k);
+    }
+  }
+  if (g.max_new_tokens) {
+    if (*g.max_new_tokens <= 0 || *g.max_new_tokens > INT32_MAX) {
+      PAGODA_LOG_WARN("generation_config.json: max_new_tokens = {} is out of range; ignored",
+                      *g.max_new_tokens);
+    } else {
+      d.max_new_tokens = static_cast<int32_t>(*g.max_new_tokens);
+    }
+  }
+  for (int64_t id : g.eos_token_id) {
+    if (id < 0 || id > INT32_MAX) {
+      PAGODA_LOG_WARN("generation_config.json: eos_token_id {} is out of range; ignored", id);
+      continue;
+    }
+    d.eos_token_ids.push_back(static_cast<int32_t>(id));
+  }
+  return d;
+}
+
+// rope_scaling type yarn: factor, original_max_position_embeddings (default: the context
+// length), beta_fast / beta_slow (32 / 1), attention_factor (the whole cos/sin scale; GGUF's
+// attn_factor multiplies ggml's 1 + 0.1 ln(factor), so it is stored divided by that). DeepSeek's
+// mscale / mscale_all_dim are refused.
+Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
+  const double factor = s.factor.value_or(0.0);
+  const int64_t orig = s.original_max_position_embeddings.value_or(c.context_length);
+  const double fast = s.beta_fast.value_or(32.0), slow = s.beta_slow.value_or(1.0);
+  if (!(factor > 0) || factor > L::kMaxRopeScaling || orig <= 0 || orig > L::kMaxContext ||
+      !(fast > 0) || fast > L::kMaxRopeScaling || !(slow > 0) || slow > L::kMaxRopeScaling) {
+    return invalid_argument(
+        "config.json: rope_scaling (yarn) factor {}, original_max_position_embeddings {}, "
+        "beta_fast {}, beta_slow {} are out of range",
+        factor, orig, fast, slow);
+  }
+  if (s.mscale.has_value() || s.mscale_all_dim.has_value()) {
+    return unimplemented(
+        "config.json: rope_scaling (yarn) mscale / mscale_all_dim are not "
+        "supported yet");
+  }
+  c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  c.rope_ext_factor = 1.0f;
+  c.rope_yarn_orig_ctx = static_cast<int32_t>(orig);
+  c.rope_yarn_beta_fast = static_cast<float>(fast);
+  c.rope_yarn_beta_slow = static_cast<float>(slow);
+  model::extend_yarn_context(c, factor);
+  if (s.attention_factor.has_value()) {
+    const double af = *s.attention_factor;
+    if (!(af > 0) || af > L::kMaxRopeScaling) {
+      return invalid_argument("config.json: rope_scaling.attention_factor {} is out of range", af);
+    }
+    c.rope_attn_factor = static_cast<float>(af / (1.0 + 0.1 * std::log(factor)));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::string> read_model_file(const std::string& dir, const std::string& name,
+                                    uint64_t max_bytes) {
+  const fs::path path = fs::path(dir) / name;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return not_found("{}: no {}", dir, name);
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return io_error("{}: {}", path.string(), ec.message());
+  if (size > max_bytes) {
+    return invalid_argument("{}: {} bytes, more than the {}-byte limit", path.string(), size,
+                            max_bytes);
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string out(static_cast<size_t>(size), '\0');
+  if (!in.read(out.data(), static_cast<std::streamsize>(size))) {
+    return io_error("{}: cannot read", path.string());
+  }
+  return out;
+}
+
+std::optional<std::string> gguf_name_of(std::string_view name, bool* skip, int32_t* layer,
+                                        int32_t* expert) {
+  *skip = false;
+  *layer = -1;
+  *expert = -1;
+  if (name == "model.embed_tokens.weight") return "token_embd.weight";
+  if (name == "model.norm.weight") return "output_norm.weight";
+  if (name == "lm_head.weight") return "output.weight";
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return std::nullopt;
+  std::string_view rest = name.substr(kLayers.size());
+  const auto n = take_index(rest);
+  if (!n) return std::nullopt;
+  *layer = *n;
+  const std::string blk = "blk." + std::to_string(*n) + ".";
+  struct Rename {
+    std::string_view hf;
+    std::string_view gguf;
+  };
+  static constexpr Rename kLayerNames[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+  };
+  for (const Rename& r : kLayerNames) {
+    if (rest == r.hf) return blk + std::string(r.gguf);
+  }
+  if (rest == "self_attn.rotary_emb.inv_freq") {
+    *skip = true;
+    return std::nullopt;
+  }
+  constexpr std::string_view kExperts = "block_sparse_moe.experts.";
+  if (rest.starts_with(kExperts)) {
+    rest.remove_prefix(kExperts.size());
+    const auto e = take_index(rest);
+    if (!e) return std::nullopt;
+    *expert = *e;
+    const std::string idx = "." + std::to_string(*e) + ".weight";
+    if (rest == "w1.weight") return blk + "ffn_gate" + idx;
+    if (rest == "w3.weight") return blk + "ffn_up" + idx;
+    if (rest == "w2.weight") return blk + "ffn_down" + idx;
+  }
+  return std::nullopt;
+}
+
+std::vector<float> llama3_rope_factors(const format::HfRopeScaling& s, float rope_theta,
+                                       int32_t rope_dims) {
+  const float factor = static_cast<float>(s.factor.value_or(8.0));
+  const float low = static_cast<float>(s.low_freq_factor.value_or(1.0));
+  const float high = static_cast<float>(s.high_freq_factor.value_or(4.0));
+  const float old_ctx = static_cast<float>(s.original_max_position_embeddings.value_or(8192));
+  const float low_wavelen = old_ctx / low;
+  const float high_wavelen = old_ctx / high;
+  std::vector<float> out;
+  for (int32_t i = 0; i < rope_dims; i += 2) {
+    const float freq =
+        1.0f / std::pow(rope_theta, static_cast<float>(i) / static_cast<float>(rope_dims));
+    const float wavelen = 2.0f * static_cast<float>(M_PI) / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      const float smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
+}
+
+Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string* architecture) {
+  const ArchMap* map = nullptr;
+  for (const ArchMap& m : kArchMaps) {
+    const bool by_arch = !hf.architectures.empty() && hf.architectures.front() == m.hf;
+    const bool by_type = hf.architectures.empty() && hf.model_type == m.model_type;
+    if (by_arch || by_type) map = &m;
+  }
+  if (map == nullptr) {
+    const std::string got =
+        hf.architectures.empty() ? "model_type " + hf.model_type : hf.architectures.front();
+    return unimplemented(
+        "config.json: architecture {} is not supported (LlamaForCausalLM, MistralForCausalLM, "
+        "MixtralForCausalLM, Qwen2ForCausalLM are)",
+        got.empty() ? "(none)" : got);
+  }
+  if (architecture != nullptr) *architecture = std::string(map->hf);
+  if (hf.hidden_act && *hf.hidden_act != "silu") {
+    return unimplemented("config.json: hidden_act \"{}\" is not supported (silu is)",
+                         *hf.hidden_act);
+  }
+  if (hf.mlp_bias.value_or(false)) return unimplemented("config.json: mlp_bias is not supported");
+  if (map->arch == "llama" && hf.attention_bias.value_or(false)) {
+    return unimplemented("config.json: attention_bias (biased o_proj) is not supported");
+  }
+
+  ModelConfig c;
+  c.arch = std::string(map->arch);
+  c.name = hf.name_or_path.value_or("");
+  PAGODA_ASSIGN_OR_RETURN(c.num_layers,
+                          required_count(hf.num_hidden_layers, "num_hidden_layers", L::kMaxLayers));
+  PAGODA_ASSIGN_OR_RETURN(c.hidden_dim,
+                          required_count(hf.hidden_size, "hidden_size", L::kMaxHidden));
+  PAGODA_ASSIGN_OR_RETURN(
+      c.num_heads, required_count(hf.num_attention_heads, "num_attention_heads", L::kMaxHeads));
+  if (hf.num_key_value_heads) {
+    PAGODA_ASSIGN_OR_RETURN(c.num_kv_heads, required_count(hf.num_key_value_heads,
+                                                           "num_key_value_heads", L::kMaxHeads));
+  } else {
+    c.num_kv_heads = c.num_heads;
+  }
+  if (hf.head_dim) {
+    PAGODA_ASSIGN_OR_RETURN(c.head_dim, required_count(hf.head_dim, "head_dim", L::kMaxHeadDim));
+  } else {
+    if (c.hidden_dim % c.num_heads != 0) {
+      return invalid_argument(
+          "config.json: hidden_size {} is not a multiple of "
+          "num_attention_heads {}",
+          c.hidden_dim, c.num_heads);
+    }
+    c.head_dim = c.hidden_dim / c.num_heads;
+  }
+  PAGODA_ASSIGN_OR_RETURN(c.ffn_dim,
+                          required_count(hf.intermediate_size, "intermediate_size", L::kMaxFfn));
+  PAGODA_ASSIGN_OR_RETURN(c.vocab_size, required_count(hf.vocab_size, "vocab_size", L::kMaxVocab));
+  PAGODA_ASSIGN_OR_RETURN(
+      c.context_length,
+      required_count(hf.max_position_embeddings, "max_position_embeddings", L::kMaxContext));
+  const double eps = hf.rms_norm_eps.value_or(1e-6);
+  if (!(eps >= 0) || eps > L::kMaxRmsNormEps) {
+    return invalid_argument("config.json: rms_norm_eps {} is out of range [0, {}]", eps,
+                            L::kMaxRmsNormEps);
+  }
+  c.rms_norm_eps = static_cast<float>(eps);
+  const double theta = hf.rope_theta.value_or(10000.0);
+  if (!(theta > 0) || theta > L::kMaxRopeTheta) {
+    return invalid_argument("config.json: rope_theta {} is out of range (0, {}]", theta,
+                            L::kMaxRopeTheta);
+  }
+  c.rope_theta = static_cast<float>(theta);
+  c.rope_dims = c.head_dim;
+  if (map->experts) {
+    PAGODA_ASSIGN_OR_RETURN(
+        c.num_experts, required_count(hf.num_local_experts, "num_local_experts", L::kMaxExperts));
+    PAGODA_ASSIGN_OR_RETURN(
+        c.num_experts_used,
+        required_count(hf.num_experts_per_tok, "num_experts_per_tok", L::kMaxExperts));
+  }
+  if (hf.sliding_window && *hf.sliding_window > 0 && *hf.sliding_window < c.context_length &&
+      (map->arch == "llama" || hf.use_sliding_window.value_or(false))) {
+    PAGODA_LOG_WARN(
+        "config.json: sliding_window {} is not applied (full attention, as llama.cpp "
+        "does); outputs beyond {} tokens of context differ from the reference",
+        *hf.sliding_window, *hf.sliding_window);
+  }
+
+  const ArchDef* arch = model::find_arch(c.arch);
+  if (arch == nullptr) return internal_error("architecture {} is not registered", c.arch);
+  PAGODA_RETURN_IF_ERROR(arch->configure(c));
+  // Hugging Face q/k rows are in rotate-half order for every architecture here.
+  c.rope_style = kernels::RopeStyle::kNeox;
+  PAGODA_RETURN_IF_ERROR(model::validate_config(c));
+
+  if (hf.rope_scaling) {
+    const format::HfRopeScaling& s = *hf.rope_scaling;
+    if (s.type == "linear") {
+      const double factor = s.factor.value_or(0.0);
+      if (!(factor > 0) || factor > L::kMaxRopeScaling) {
+        return invalid_argument("config.json: rope_scaling.factor {} is out of range", factor);
+      }
+      c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    } else if (s.type == "llama3") {
+      const double factor = s.factor.value_or(8.0);
+      const double low = s.low_freq_factor.value_or(1.0);
+      const double high = s.high_freq_factor.value_or(4.0);
+      const int64_t old_ctx = s.original_max_position_embeddings.value_or(8192);
+      if (!(factor > 0) || factor > L::kMaxRopeScaling || !(low > 0) || !(high > low) ||
+          high > L::kMaxRopeScaling || old_ctx <= 0 || old_ctx > L::kMaxContext) {
+        return invalid_argument(
+            "config.json: rope_scaling (llama3) factor {}, low_freq_factor "
+            "{}, high_freq_factor {}, original_max_position_embeddings {} "
+            "are out of range",
+            factor, low, high, old_ctx);
+      }
+    } else if (s.type == "yarn") {
+      PAGODA_RETURN_IF_ERROR(yarn_from_hf(s, c));
+    } else if (s.type != "default" && s.type != "none") {
+      return unimplemented(
+          "config.json: rope_scaling type \"{}\" is not supported (linear, "
+          "llama3, yarn are)",
+          s.type);
+    }
+  }
+  return c;
+}
+
+bool HfCheckpoint::is_model_dir(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "config.json", ec);
+}
+
+Result<std::unique_ptr<HfCheckpoint>> HfCheckpoint::open(const std::string& dir) {
+  std::unique_ptr<HfCheckpoint> ck(new HfCheckpoint());
+  ck->dir_ = dir;
+  auto with_dir = [&dir](Status s) { return s.with_context(dir); };
+  auto text = read_model_file(dir, "config.json", kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  auto hf = format::parse_hf_config(*text);
+  if (!hf.ok()) return with_dir(hf.status());
+  ck->hf_config_ = std::move(hf).value();
+  auto config = model_config_from_hf(ck->hf_config_, &ck->architecture_);
+  if (!config.ok()) return with_dir(config.status());
+  ck->config_ = std::move(config).value();
+  if (ck->config_.name.empty()) ck->config_.name = fs::path(dir).filename().string();
+
+  auto gen_text = read_model_file(dir, "generation_config.json", kMaxConfigBytes);
+  if (gen_text.ok()) {
+    auto gen = format::parse_hf_generation_config(*gen_text);
+    if (!gen.ok()) return with_dir(gen.status());
+    ck->generation_ = generation_defaults_from(*gen);
+  } else if (gen_text.status().code() != StatusCode::kNotFound) {
+    return gen_text.status();
+  }
+  if (ck->generation_.eos_token_ids.empty()) {
+    for (int64_t id : ck->hf_config_.eos_token_id) {
+      if (id >= 0 && id <= INT32_MAX)
+        ck->generation_.eos_token_ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+
+  PAGODA_RETURN_IF_ERROR(ck->open_shards());
+  Status st = ck->map_tensors();
+  if (!st.ok()) return with_dir(st);
+  return ck;
+}
+
+Status HfCheckpoint::open_shards() {
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (fs::is_regular_file(fs::path(dir_) / "model.safetensors", ec)) {
+    files.push_back("model.safetensors");
+  } else {
+    auto text = read_model_file(dir_, "model.safetensors.index.json", uint64_t{256} << 20);
+    if (!text.ok()) {
+      if (text.status().code() != StatusCode::kNotFound) return text.status();
+      return not_found(
+          "{}: no model.safetensors or model.safetensors.index.json (only "
+          "safetensors weights are supported)",
+          dir_);
+    }
+    auto index = format::parse_hf_weight_index(*text);
+    if (!index.ok()) return index.status().with_context(dir_);
+    index_ = std::move(index).value();
+    files = index_->shards;
+    if (files.empty())
+      return invalid_argument("{}: model.safetensors.index.json lists no files", dir_);
+  }
+  for (const std::string& f : files) {
+    auto shard = format::SafetensorsFile::open((fs::path(dir_) / f).string());
+    if (!shard.ok()) return shard.status();
+    shards_.push_back(std::shared_ptr<const format::SafetensorsFile>(std::move(shard).value()));
+  }
+  return Status();
+}
+
+Status HfCheckpoint::map_tensors() {
+  std::unordered_map<std::string, size_t> by_hf_name;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    const format::SafetensorsFile& shard = *shards_[s];
+    const std::string file = fs::path(shard.name()).filename().string();
+    for (const format::StTensor& t : shard.tensors()) {
+      bool skip = false;
+      HfTensor out;
+      auto gguf = gguf_name_of(t.name, &skip, &out.layer, &out.expert);
+      if (skip) continue;
+      if (!gguf) {
+        return unimplemented("{}: tensor \"{}\" has no equivalent in pagoda's {} model", file,
+                             t.name, config_.arch);
+      }
+      if (out.layer >= config_.num_layers) {
+        return invalid_argument("{}: tensor \"{}\" names layer {} of a {}-layer model", file,
+                                t.name, out.layer, config_.num_layers);
+      }
+      if (out.expert >= 0 && out.expert >= config_.num_experts) {
+        return invalid_argument("{}: tensor \"{}\" names expert {} of {}", file, t.name, out.expert,
+                                config_.num_experts);
+      }
+      auto dtype = format::SafetensorsFile::compute_dtype(t);
+      if (!dtype.ok()) return dtype.status().with_context(file);
+      if (t.shape.size() > 4) {
+        return unimplemented("{}: tensor \"{}\" has {} dims (at most 4 are supported)", file,
+                             t.name, t.shape.size());
+      }
+      out.gguf_name = std::move(*gguf);
+      out.hf_name = t.name;
+      out.dtype = *dtype;
+      out.n_dims = t.shape.empty() ? 1 : static_cast<int32_t>(t.shape.size());
+      for (size_t i = 0; i < t.shape.size(); ++i) {
+        const uint64_t d = t.shape[t.shape.size() - 1 - i];
+        if (d > static_cast<uint64_t>(INT64_MAX)) {
+          return invalid_argument("{}: tensor \"{}\" has dim {}", file, t.name, d);
+        }
+        out.dims[i] = static_cast<int64_t>(d);
+      }
+      out.data = t.data;
+      out.size_bytes = t.size_bytes();
+      if (index_) {
+        auto it = index_->tensor_to_file.find(t.name);
+        if (it == index_->tensor_to_file.end()) {
+          PAGODA_LOG_WARN("{}: tensor \"{}\" is not in model.safetensors.index.json", file, t.name);
+        } else if (it->second != file) {
+          return invalid_argument(
+              "tensor \"{}\" is in {} but model.safetensors.index.json "
+              "says {}",
+              t.name, file, it->second);
+        }
+      }
+      if (auto [it, fresh] = by_hf_name.emplace(t.name, tensors_.size()); !fresh) {
+        return invalid_argument("tensor \"{}\" is in more than one file", t.name);
+      }
+      tensors_.push_back(std::move(out));
+    }
+  }
+  if (index_) {
+    for (const auto& [name, file] : index_->tensor_to_file) {
+      if (!by_hf_name.contains(name)) {
+        return invalid_argument(
+            "model.safetensors.index.json lists \"{}\" in {}, which does not "
+            "hold it",
+            name, file);
+      }
+    }
+  }
+  if (hf_config_.rope_scaling && hf_config_.rope_scaling->type == "llama3") {
+    rope_freq_factors_ =
+        llama3_rope_factors(*hf_config_.rope_scaling, config_.rope_theta, config_.rope_dims);
+    HfTensor r;
+    r.gguf_name = "rope_freqs.weight";
+    r.dtype = tensor::DType::kF32;
+    r.n_dims = 1;
+    r.dims[0] = static_cast<int64_t>(rope_freq_factors_.size());
+    r.data = reinterpret_cast<const uint8_t*>(rope_freq_factors_.data());
+    r.size_bytes = rope_freq_factors_.size() * sizeof(float);
+    tensors_.push_back(std::move(r));
+  }
+  if (hf_config_.rope_scaling && hf_config_.rope_scaling->type == "linear") {
+    rope_linear_factor_ = 1.0 / config_.rope_freq_scale;
+  }
+  config_.tied_embeddings = find("output.weight") == nullptr;
+  if (config_.tied_embeddings && hf_config_.tie_word_embeddings.has_value() &&
+      !*hf_config_.tie_word_embeddings) {
+    return not_found("lm_head.weight is missing and tie_word_embeddings is false");
+  }
+  return Status();
+}
+
+const HfTensor* HfCheckpoint::find(std::string_view gguf_name) const {
+  for (const HfTensor& t : tensors_) {
+    if (t.gguf_name == gguf_name) return &t;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<model::TensorSource> make_hf_tensor_source(
+    std::shared_ptr<const HfCheckpoint> checkpoint) {
+  std::vector<model::TensorRef> refs;
+  refs.reserve(checkpoint->tensors().size());
+  for (const HfTensor& t : checkpoint->tensors()) {
+    model::TensorRef r;
+    r.name = t.gguf_name;
+    r.dtype = t.dtype;
+    r.n_dims = t.n_dims;
+    for (int i = 0; i < 4; ++i)
+      r.dims[i] = t.dims[i];
+    r.data = t.data;
+    r.size_bytes = t.size_bytes;
+    refs.push_back(r);
+  }
+  return std::make_unique<model::RefTensorSource>(std::move(refs), std::move(checkpoint));
+}
+
+}  // namespace pagoda::loader

@@ -1,0 +1,190 @@
+// config.json → ModelConfig (architectures, rope scaling, what pagoda refuses), Hugging Face
+// tensor names → GGUF names, Llama-3 RoPE factors (checked against transformers' formula, written
+// independently here).
+#include "loader/hf/hf_checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "format/hf_config.h"
+
+namespace pagoda::loader {
+namespace {
+
+using format::parse_hf_config;
+
+constexpr const char* kLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+  "intermediate_size": 768, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "max_position_embeddings": 2048, "rms_norm_eps": 1e-05,
+  "rope_theta": 10000.0, "vocab_size": 32000, "hidden_act": "silu", "tie_word_embeddings": false,
+  "bos_token_id": 1, "eos_token_id": [2, 7], "rope_scaling": null, "torch_dtype": "float16"})";
+
+TEST(HfModelConfigTest, MapsArchitectures) {
+  auto hf = parse_hf_config(kLlama);
+  ASSERT_TRUE(hf.ok());
+  std::string arch;
+  auto c = model_config_from_hf(*hf, &arch);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(arch, "LlamaForCausalLM");
+  EXPECT_EQ(c->arch, "llama");
+  EXPECT_EQ(c->rope_style, kernels::RopeStyle::kNeox);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->rope_dims, 64);
+  EXPECT_EQ(c->num_kv_heads, 2);
+  EXPECT_FALSE(c->has_qkv_bias);
+
+  auto q = parse_hf_config(R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "max_position_embeddings": 128, "vocab_size": 100})");
+  ASSERT_TRUE(q.ok());
+  auto qc = model_config_from_hf(*q, nullptr);
+  ASSERT_TRUE(qc.ok()) << qc.status().to_string();
+  EXPECT_EQ(qc->arch, "qwen2");
+  EXPECT_TRUE(qc->has_qkv_bias);
+  EXPECT_EQ(qc->num_kv_heads, 4);  // defaults to the head count
+  EXPECT_FLOAT_EQ(qc->rms_norm_eps, 1e-6f);
+
+  auto m = parse_hf_config(R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
+      "head_dim": 32, "max_position_embeddings": 128, "vocab_size": 100,
+      "num_local_experts": 8, "num_experts_per_tok": 2,
+      "rope_scaling": {"type": "linear", "factor": 4.0}})");
+  ASSERT_TRUE(m.ok());
+  auto mc = model_config_from_hf(*m, nullptr);
+  ASSERT_TRUE(mc.ok()) << mc.status().to_string();
+  EXPECT_EQ(mc->num_experts, 8);
+  EXPECT_EQ(mc->num_experts_used, 2);
+  EXPECT_EQ(mc->head_dim, 32);
+  EXPECT_EQ(mc->q_dim(), 128);
+  EXPECT_FLOAT_EQ(mc->rope_freq_scale, 0.25f);
+}
+
+TEST(HfModelConfigTest, YarnScaling) {
+  std::string text = kLlama;
+  text.replace(text.find("\"rope_scaling\": null"), 20,
+               R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                   "original_max_position_embeddings": 1024, "beta_fast": 16,
+                   "attention_factor": 1.5})");
+  auto hf = parse_hf_config(text);
+  ASSERT_TRUE(hf.ok()) << hf.status().to_string();
+  auto c = model_config_from_hf(*hf, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_FLOAT_EQ(c->rope_freq_scale, 0.25f);
+  EXPECT_EQ(c->rope_ext_factor, 1.0f);
+  EXPECT_EQ(c->rope_yarn_orig_ctx, 1024);
+  EXPECT_EQ(c->rope_yarn_beta_fast, 16.0f);
+  EXPECT_EQ(c->rope_yarn_beta_slow, 1.0f);
+  // HF's attention_factor is the whole cos/sin scale; GGUF's attn_factor multiplies ggml's
+  // 1 + 0.1 ln(factor).
+  EXPECT_NEAR(c->rope_attn_factor * (1 + 0.1 * std::log(4.0)), 1.5, 1e-6);
+  EXPECT_EQ(c->context_length, 4096);  // 1024 x 4 > max_position_embeddings 2048
+}
+
+TEST(HfModelConfigTest, RejectsWhatItCannotRun) {
+  auto err = [](const std::string& patch) {
+    std::string text = kLlama;
+    text.erase(text.find(", \"rope_scaling\": null"), 22);
+    text.pop_back();  // the closing brace
+    text += ", " + patch + "}";
+    auto hf = parse_hf_config(text);
+    if (!hf.ok()) return hf.status().message();
+    auto c = model_config_from_hf(*hf, nullptr);
+    return c.ok() ? std::string("<ok>") : c.status().message();
+  };
+  std::string text = kLlama;
+  text.replace(text.find("LlamaForCausalLM"), 16, "GPT2LMHeadModel");
+  auto gpt = model_config_from_hf(*parse_hf_config(text), nullptr);
+  ASSERT_FALSE(gpt.ok());
+  EXPECT_EQ(gpt.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(gpt.status().message().find("GPT2LMHeadModel"), std::string::npos);
+  EXPECT_NE(err(R"("mlp_bias": true)").find("mlp_bias"), std::string::npos);
+  EXPECT_NE(err(R"("attention_bias": true)").find("attention_bias"), std::string::npos);
+  EXPECT_NE(
+      err(R"("rope_scaling": {"rope_type": "yarn", "factor": 4, "mscale": 0.7})").find("mscale"),
+      std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"rope_type": "yarn", "factor": 0})").find("yarn"),
+            std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"rope_type": "dynamic", "factor": 2})").find("dynamic"),
+            std::string::npos);
+  EXPECT_NE(err(R"("rope_scaling": {"type": "linear", "factor": -1})").find("factor"),
+            std::string::npos);
+  std::string gelu = kLlama;
+  gelu.replace(gelu.find("\"silu\""), 6, "\"gelu\"");
+  EXPECT_NE(model_config_from_hf(*parse_hf_config(gelu), nullptr).status().message().find("gelu"),
+            std::string::npos);
+  std::string zero = kLlama;
+  zero.replace(zero.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 0");
+  EXPECT_NE(model_config_from_hf(*parse_hf_config(zero), nullptr)
+                .status()
+                .message()
+                .find("num_hidden_layers = 0"),
+            std::string::npos);
+  std::string odd = kLlama;
+  odd.replace(odd.find("\"num_key_value_heads\": 2"), 24, "\"num_key_value_heads\": 3");
+  EXPECT_FALSE(model_config_from_hf(*parse_hf_config(odd), nullptr).ok());
+}
+
+TEST(HfModelConfigTest, TensorNames) {
+  bool skip = false;
+  int32_t layer = -1, expert = -1;
+  auto name = [&](const char* hf) {
+    auto n = gguf_name_of(hf, &skip, &layer, &expert);
+    return n ? *n : std::string(skip ? "<skip>" : "<none>");
+  };
+  EXPECT_EQ(name("model.embed_tokens.weight"), "token_embd.weight");
+  EXPECT_EQ(name("lm_head.weight"), "output.weight");
+  EXPECT_EQ(name("model.norm.weight"), "output_norm.weight");
+  EXPECT_EQ(name("model.layers.12.self_attn.q_proj.weight"), "blk.12.attn_q.weight");
+  EXPECT_EQ(layer, 12);
+  EXPECT_EQ(name("model.layers.0.self_attn.k_proj.bias"), "blk.0.attn_k.bias");
+  EXPECT_EQ(name("model.layers.3.mlp.down_proj.weight"), "blk.3.ffn_down.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.gate.weight"), "blk.1.ffn_gate_inp.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w1.weight"), "blk.1.ffn_gate.7.weight");
+  EXPECT_EQ(expert, 7);
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w3.weight"), "blk.1.ffn_up.7.weight");
+  EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w2.weight"), "blk.1.ffn_down.7.weight");
+  EXPECT_EQ(name("model.layers.0.self_attn.rotary_emb.inv_freq"), "<skip>");
+  for (const char* bad : {"model.layers.01.mlp.up_proj.weight", "model.layers.x.mlp.up_proj.weight",
+                          "model.layers.1.mlp.up_proj", "model.layers.1.self_attn.q_norm.weight",
+                          "model.layers.99999999.mlp.up_proj.weight",
+                          "model.layers.1.block_sparse_moe.experts.1.w4.weight", ""}) {
+    EXPECT_EQ(name(bad), "<none>") << bad;
+  }
+}
+
+TEST(HfModelConfigTest, Llama3RopeFactorsMatchTransformers) {
+  format::HfRopeScaling s;
+  s.type = "llama3";
+  s.factor = 8.0;
+  s.low_freq_factor = 1.0;
+  s.high_freq_factor = 4.0;
+  s.original_max_position_embeddings = 8192;
+  const float theta = 500000.0f;
+  const int dims = 128;
+  const auto f = llama3_rope_factors(s, theta, dims);
+  ASSERT_EQ(f.size(), 64u);
+  // transformers' _compute_llama3_parameters gives the scaled inverse frequencies; the factor is
+  // the ratio to the unscaled ones.
+  int low = 0, mid = 0, high = 0;
+  for (int i = 0; i < 64; ++i) {
+    const double inv = 1.0 / std::pow(500000.0, 2.0 * i / dims);
+    const double wavelen = 2 * M_PI / inv;
+    double scaled = wavelen > 8192.0 ? inv / 8.0 : inv;
+    if (wavelen >= 2048.0 && wavelen <= 8192.0) {
+      const double smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+      scaled = (1 - smooth) * inv / 8.0 + smooth * inv;
+      ++mid;
+    } else {
+      (wavelen > 8192.0 ? low : high)++;
+    }
+    EXPECT_NEAR(f[static_cast<size_t>(i)], inv / scaled, 1e-4 * inv / scaled) << i;
+  }
+  EXPECT_GT(low, 0);
+  EXPECT_GT(mid, 0);
+  EXPECT_GT(high, 0);
+}
+
+}  // namespace
+}  // namespace pagoda::loader
