@@ -32,9 +32,24 @@ endif()
 # Fixtures live beside the checkout (../shared/fixtures); tests skip with a message if absent.
 get_filename_component(PAGODA_FIXTURES_DIR "${CMAKE_SOURCE_DIR}/../shared/fixtures" ABSOLUTE)
 
+# pagoda_include_root(TARGET NAME PUBLIC|PRIVATE|INTERFACE)
+# Gives TARGET an include root that holds only the current folder, as NAME/: at configure time
+# ${CMAKE_BINARY_DIR}/include_roots/NAME/NAME becomes a link to ${CMAKE_CURRENT_SOURCE_DIR} and
+# ${CMAKE_BINARY_DIR}/include_roots/NAME joins TARGET's include path. "NAME/x.h" then finds this
+# folder's headers, and a target sees another library's headers only when it links that library
+# (through its PUBLIC root): the compiler holds the code to the CMake deps, and
+# scripts/check-layers.py holds the CMake deps to cmake/layers.txt.
+function(pagoda_include_root target name scope)
+  set(root ${CMAKE_BINARY_DIR}/include_roots/${name})
+  file(MAKE_DIRECTORY ${root})
+  file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR} ${root}/${name} SYMBOLIC)
+  target_include_directories(${target} ${scope} ${root})
+endfunction()
+
 # pagoda_library(NAME [DEPS ...] [PRIVATE_DEPS ...])
 # Builds every .cc under the current folder (recursively, excluding ISA-specific subfolders
-# that add their own flags) as library pagoda_<NAME>. Includes are rooted at src/ and include/.
+# that add their own flags) as library pagoda_<NAME>. Its includes are "NAME/..." (its own
+# folder, see pagoda_include_root), the headers of the libraries it links, and include/.
 function(pagoda_library name)
   cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;SOURCES" ${ARGN})
   if(ARG_SOURCES)
@@ -45,13 +60,13 @@ function(pagoda_library name)
   if(NOT srcs)
     # Not written yet: an interface library keeps the dependency graph whole.
     add_library(pagoda_${name} INTERFACE)
-    target_include_directories(pagoda_${name} INTERFACE ${CMAKE_SOURCE_DIR}/src
-                                                        ${CMAKE_SOURCE_DIR}/include)
+    pagoda_include_root(pagoda_${name} ${name} INTERFACE)
+    target_include_directories(pagoda_${name} INTERFACE ${CMAKE_SOURCE_DIR}/include)
     target_link_libraries(pagoda_${name} INTERFACE ${ARG_DEPS})
   else()
     add_library(pagoda_${name} STATIC ${srcs})
-    target_include_directories(pagoda_${name} PUBLIC ${CMAKE_SOURCE_DIR}/src
-                                                     ${CMAKE_SOURCE_DIR}/include)
+    pagoda_include_root(pagoda_${name} ${name} PUBLIC)
+    target_include_directories(pagoda_${name} PUBLIC ${CMAKE_SOURCE_DIR}/include)
     target_compile_options(pagoda_${name} PRIVATE ${PAGODA_WARNINGS})
     target_link_libraries(pagoda_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   endif()
@@ -60,6 +75,7 @@ endfunction()
 
 # pagoda_test(NAME LABELS <labels> SOURCES <files> DEPS <libs> [TIMEOUT s] [SHARDS n])
 # One GoogleTest binary = one CTest entry, labelled (unit, golden, fuzz, server, slow, gpu).
+# Tests may depend on anything: their includes are rooted at src/, include/ and tests/.
 # SHARDS n splits a long binary into n entries NAME/0 .. NAME/n-1 through GoogleTest's own
 # sharding (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX: every test runs in exactly one shard), so
 # each entry has its own timeout and `ctest -j` runs them side by side.

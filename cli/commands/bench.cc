@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/kv_cache_sizing.h"
+#include "backend/kv_storage.h"
 #include "base/page_buffer.h"
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
@@ -26,7 +27,6 @@
 #include "kernels/ops.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/model_loader.h"
-#include "runner/kv_storage.h"
 
 namespace pagoda::cli {
 namespace {
@@ -118,7 +118,7 @@ struct Run {
   double prefill_s = 0, decode_s = 0;
 };
 
-Result<Run> run_once(model::Model& model, runner::KvStorage& kv, int32_t num_seqs,
+Result<Run> run_once(model::Model& model, backend::KvStorage& kv, int32_t num_seqs,
                      int32_t prompt_len, int32_t steps, bool flash_attention, std::mt19937& rng) {
   const auto& c = model.config();
   const int32_t bs = kv.block_size();
@@ -230,7 +230,8 @@ void register_bench(CLI::App& app, CommandAction& action) {
       const int64_t blocks_per_seq = (opts->prompt_len + opts->gen_len + bs - 1) / bs;
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
-      auto kv = runner::KvStorage::create(c, 1 + blocks_per_seq * max_batch, bs, *kv_dtype);
+      auto kv = backend::KvStorage::create(m.backend(), m.kv_layout(),
+                                           1 + blocks_per_seq * max_batch, bs, *kv_dtype);
       if (!kv.ok()) return fail(kv.status().message());
 
       auto probe = BandwidthProbe::create();

@@ -6,8 +6,8 @@
 
 #include "api/kv_cache_sizing.h"
 #include "cli/commands/commands.h"
-#include "loader/model_loader.h"
 #include "diagnostics/logit_trace.h"
+#include "loader/model_loader.h"
 
 namespace pagoda::cli {
 
@@ -35,8 +35,8 @@ void register_logits(CLI::App& app, CommandAction& action) {
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
-      auto trace =
-          diagnostics::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype, opts->flash_attn);
+      auto trace = diagnostics::trace_logits(*loaded, opts->prompt, opts->n_predict, *kv_dtype,
+                                             opts->flash_attn);
       if (!trace.ok()) return fail(trace.status().message());
       nlohmann::json out;
       out["model"] = path;

@@ -168,8 +168,9 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
-  PAGODA_ASSIGN_OR_RETURN(const uint64_t block_bytes,
-                          runner::KvStorage::bytes_per_block(mc, config.block_size, kv_dtype));
+  PAGODA_ASSIGN_OR_RETURN(
+      const uint64_t block_bytes,
+      backend::KvStorage::bytes_per_block(model::kv_layout(mc), config.block_size, kv_dtype));
   PAGODA_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({:.1f} MiB, {}){}", num_blocks - 1,
                   config.block_size, (num_blocks - 1) * config.block_size,
                   static_cast<double>(block_bytes) * static_cast<double>(num_blocks) / (1 << 20),

@@ -13,12 +13,13 @@ Result<SequenceSession> SequenceSession::create(model::Model& model, int32_t max
   }
   if (block_size <= 0) return invalid_argument("block size {} must be positive", block_size);
   const int64_t num_blocks = (static_cast<int64_t>(max_tokens) + block_size - 1) / block_size;
-  PAGODA_ASSIGN_OR_RETURN(runner::KvStorage storage,
-                          runner::KvStorage::create(c, num_blocks, block_size, kv_dtype));
+  PAGODA_ASSIGN_OR_RETURN(backend::KvStorage storage,
+                          backend::KvStorage::create(model.backend(), model.kv_layout(), num_blocks,
+                                                     block_size, kv_dtype));
   return SequenceSession(model, std::move(storage), max_tokens);
 }
 
-SequenceSession::SequenceSession(model::Model& model, runner::KvStorage storage, int32_t capacity)
+SequenceSession::SequenceSession(model::Model& model, backend::KvStorage storage, int32_t capacity)
     : model_(&model), storage_(std::move(storage)), capacity_(capacity) {
   block_table_.resize(static_cast<size_t>(storage_.num_blocks()));
   std::iota(block_table_.begin(), block_table_.end(), 0);

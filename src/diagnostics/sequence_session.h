@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
+#include "backend/kv_storage.h"
 #include "base/status.h"
 #include "model/model.h"
-#include "runner/kv_storage.h"
 
 namespace pagoda::diagnostics {
 
@@ -33,9 +33,9 @@ class SequenceSession {
   void rewind(int32_t n) { num_tokens_ = n < num_tokens_ ? (n < 0 ? 0 : n) : num_tokens_; }
 
  private:
-  SequenceSession(model::Model& model, runner::KvStorage storage, int32_t capacity);
+  SequenceSession(model::Model& model, backend::KvStorage storage, int32_t capacity);
   model::Model* model_;
-  runner::KvStorage storage_;
+  backend::KvStorage storage_;
   int32_t capacity_;
   int32_t num_tokens_ = 0;
   bool flash_attention_ = false;

@@ -16,7 +16,7 @@ using model::ArchDef;
 using model::ModelConfig;
 
 Result<std::unique_ptr<model::Model>> load_model_from_gguf(
-    std::shared_ptr<const format::GgufFile> file) {
+    std::shared_ptr<const format::GgufFile> file, backend::Backend& backend) {
   PAGODA_ASSIGN_OR_RETURN(ModelConfig config, config_from_gguf(*file));
   const ArchDef* arch = model::find_arch(config.arch);
   if (arch == nullptr) {
@@ -26,7 +26,7 @@ Result<std::unique_ptr<model::Model>> load_model_from_gguf(
     return unimplemented("architecture '{}' is not supported (supported: {})", config.arch, names);
   }
   PAGODA_RETURN_IF_ERROR(arch->configure(config));
-  return arch->build(config, make_gguf_tensor_source(std::move(file)));
+  return arch->build(config, make_gguf_tensor_source(std::move(file)), backend);
 }
 
 namespace {
@@ -40,7 +40,7 @@ Status check_vocab_sizes(const std::string& path, const LoadedModel& out) {
   return Status();
 }
 
-Result<LoadedModel> load_hf_model(const std::string& path) {
+Result<LoadedModel> load_hf_model(const std::string& path, backend::Backend& backend) {
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<HfCheckpoint> opened, HfCheckpoint::open(path));
   std::shared_ptr<const HfCheckpoint> checkpoint(std::move(opened));
   LoadedModel out;
@@ -54,7 +54,7 @@ Result<LoadedModel> load_hf_model(const std::string& path) {
   const ModelConfig config = checkpoint->config();
   const ArchDef* arch = model::find_arch(config.arch);
   if (arch == nullptr) return internal_error("architecture {} is not registered", config.arch);
-  auto model = arch->build(config, make_hf_tensor_source(std::move(checkpoint)));
+  auto model = arch->build(config, make_hf_tensor_source(std::move(checkpoint)), backend);
   if (!model.ok()) return model.status().with_context(path);
   out.model = std::move(model).value();
   PAGODA_RETURN_IF_ERROR(check_vocab_sizes(path, out));
@@ -86,8 +86,8 @@ Result<std::unique_ptr<tokenizer::Tokenizer>> load_tokenizer(const std::string& 
   return tok;
 }
 
-Result<LoadedModel> load_model(const std::string& path) {
-  if (HfCheckpoint::is_model_dir(path)) return load_hf_model(path);
+Result<LoadedModel> load_model(const std::string& path, backend::Backend& backend) {
+  if (HfCheckpoint::is_model_dir(path)) return load_hf_model(path, backend);
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<format::GgufFile> opened, format::GgufFile::open(path));
   std::shared_ptr<const format::GgufFile> file(std::move(opened));
   LoadedModel out;
@@ -98,7 +98,7 @@ Result<LoadedModel> load_model(const std::string& path) {
     PAGODA_ASSIGN_OR_RETURN(std::string_view tmpl, file->get_string("tokenizer.chat_template"));
     out.chat_template = std::string(tmpl);
   }
-  auto model = load_model_from_gguf(file);
+  auto model = load_model_from_gguf(file, backend);
   if (!model.ok()) return model.status().with_context(path);
   out.model = std::move(model).value();
   if (out.model->config().vocab_size != out.tokenizer->num_tokens()) {

@@ -26,13 +26,15 @@ struct LoadedModel {
   GenerationDefaults generation;
 };
 
-// Builds a Model from an opened GGUF file (config, architecture, weights).
+// Builds a Model from an opened GGUF file (config, architecture, weights on `backend`).
 Result<std::unique_ptr<model::Model>> load_model_from_gguf(
-    std::shared_ptr<const format::GgufFile> file);
+    std::shared_ptr<const format::GgufFile> file,
+    backend::Backend& backend = backend::cpu_backend());
 
-// Opens `path` (a GGUF file, or a Hugging Face model directory) and loads model, tokenizer,
-// chat template (and, for directories, the generation defaults).
-Result<LoadedModel> load_model(const std::string& path);
+// Opens `path` (a GGUF file, or a Hugging Face model directory) and loads model (its weights on
+// `backend`), tokenizer, chat template (and, for directories, the generation defaults).
+Result<LoadedModel> load_model(const std::string& path,
+                               backend::Backend& backend = backend::cpu_backend());
 
 // The tokenizer alone (no weights are opened), from a GGUF file, a model directory or a directory
 // holding only the tokenizer files (tokenizer.json, ...); the chat template too when

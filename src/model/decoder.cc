@@ -4,7 +4,6 @@
 #include <string>
 
 #include "base/log.h"
-#include "base/mapped_file.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "kernels/team.h"
@@ -92,8 +91,8 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBi
 }
 
 DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
-                           std::unique_ptr<TensorSource> source)
-    : Model(std::move(config)), w_(std::move(weights)), source_(std::move(source)) {
+                           std::unique_ptr<TensorSource> source, backend::Backend& backend)
+    : Model(std::move(config), backend), w_(std::move(weights)), source_(std::move(source)) {
   rope_.style = config_.rope_style;
   rope_.rot_dims = config_.rope_dims;
   rope_.theta_base = config_.rope_theta;
@@ -126,48 +125,7 @@ void DecoderModel::place_weights() {
     }
   }
   views.push_back(&w_.output);
-  // Where each goes in one buffer: the packed copy where the kernels have a layout, else the
-  // bytes as stored; 64-byte aligned (cache lines).
-  struct Placement {
-    size_t offset = 0, bytes = 0;
-    bool packed = false;
-  };
-  std::vector<Placement> places;
-  size_t total = 0;
-  for (const kernels::WeightView* w : views) {
-    Placement p{total, 0, false};
-    if (w->data != nullptr && w->rows > 0) {  // (not a MoE layer's empty dense FFN views)
-      p.bytes = kernels::packed_size(*w);
-      p.packed = p.bytes > 0;
-      if (!p.packed) p.bytes = static_cast<size_t>(w->rows) * w->row_bytes;
-    }
-    places.push_back(p);
-    total += (p.bytes + 63) / 64 * 64;  // no overflow: a copy of what is already in memory
-  }
-  auto buffer = PageBuffer::allocate(total, HugePages::kYes);
-  if (!buffer.ok()) {
-    PAGODA_LOG_WARN("weights stay in the file mapping ({}): decode reads them more slowly",
-                    buffer.status().message());
-    return;
-  }
-  weights_ = std::move(*buffer);
-  for (size_t i = 0; i < views.size(); ++i) {
-    kernels::WeightView& w = *views[i];
-    const Placement& p = places[i];
-    if (p.bytes == 0) continue;
-    uint8_t* dst = weights_.data() + p.offset;
-    const uint8_t* begin = w.data;
-    const uint8_t* end = w.data + static_cast<size_t>(w.rows) * w.row_bytes;
-    if (p.packed) {
-      kernels::pack_weight(w, dst);
-      w.packed = dst;
-    } else {
-      std::memcpy(dst, begin, p.bytes);
-      w.data = dst;
-    }
-    // The kernels now read the copy: let the original pages go (they stay readable).
-    release_pages(begin, end);
-  }
+  weights_ = backend_.place_weights(views);
 }
 
 void DecoderModel::forward_impl(const ForwardBatch& batch,
@@ -188,9 +146,9 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
       reserve_ffn_scratch(L.ffn, T, scratch_);
     }
   }
-  // The whole pass on one team of the kernel threads (kernels/team.h): every thread runs this
-  // body and each op splits its work across them, with no fork/join between ops.
-  kernels::run_in_team([&] { forward_on_team(batch, kv_layers, logits); });
+  // The whole pass on the backend (the CPU's: every thread of the kernels' team runs this body
+  // and each op splits its work across them, with no fork/join between ops).
+  backend_.execute([&] { forward_on_team(batch, kv_layers, logits); });
 }
 
 void DecoderModel::forward_on_team(const ForwardBatch& batch,

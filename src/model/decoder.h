@@ -8,7 +8,6 @@
 #include <optional>
 #include <vector>
 
-#include "base/page_buffer.h"
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
 #include "model/model.h"
@@ -39,7 +38,8 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& config, const Wei
 
 class DecoderModel final : public Model {
  public:
-  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source);
+  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
+               backend::Backend& backend);
 
  private:
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
@@ -48,13 +48,14 @@ class DecoderModel final : public Model {
   void forward_on_team(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                        float* logits);
 
-  // Copies every matmul weight into weights_ (huge pages: decode streams them at the machine's
-  // full read bandwidth), in the kernels' pre-packed layout where they have one.
+  // Hands every matmul weight to the backend (Backend::place_weights), which copies it into its
+  // memory, in the kernels' pre-packed layout where they have one.
   void place_weights();
 
   DecoderWeights w_;
-  std::unique_ptr<TensorSource> source_;  // keeps the weight memory alive
-  PageBuffer weights_;                    // the copies the views' `packed` or `data` point into
+  std::unique_ptr<TensorSource> source_;            // keeps the weight memory alive
+  std::unique_ptr<backend::DeviceBuffer> weights_;  // what the views' `packed` or `data` point
+                                                    // into (null: the file mapping)
   kernels::RopeParams rope_;
   Scratch scratch_;
 };

@@ -6,6 +6,8 @@
 #include <span>
 #include <string>
 
+#include "backend/backend.h"
+#include "backend/kv_storage.h"
 #include "base/status.h"
 #include "kernels/attention.h"
 #include "model/forward_batch.h"
@@ -17,6 +19,10 @@ class Model {
  public:
   virtual ~Model() = default;
   const ModelConfig& config() const { return config_; }
+  // The device the weights live on and forward passes run on; KV storage for this model is
+  // allocated there too (backend::KvStorage::create(model.backend(), model.kv_layout(), ...)).
+  backend::Backend& backend() const { return backend_; }
+  backend::KvLayout kv_layout() const { return model::kv_layout(config_); }
 
   // logits: [batch.logit_rows.size(), vocab_size] f32. kv_layers: one view per layer.
   // Validates the batch (token ids < vocab, positions covered by block tables, rows in range)
@@ -25,11 +31,13 @@ class Model {
                  float* logits);
 
  protected:
-  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  Model(ModelConfig config, backend::Backend& backend)
+      : config_(std::move(config)), backend_(backend) {}
   // Called after validation.
   virtual void forward_impl(const ForwardBatch& batch,
                             std::span<const kernels::KvLayerView> kv_layers, float* logits) = 0;
   ModelConfig config_;
+  backend::Backend& backend_;
 };
 
 }  // namespace pagoda::model

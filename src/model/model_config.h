@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/kv_storage.h"
 #include "base/status.h"
 #include "kernels/ops.h"
 
@@ -77,5 +78,10 @@ void extend_yarn_context(ModelConfig& config, double factor);
 // Checks every field against ConfigLimits and the cross-field consistency (divisibility, rope
 // dims within the head, experts used within the experts). Errors name the field.
 Status validate_config(const ModelConfig& config);
+
+// What the KV cache holds per block for a model of this config (backend::KvStorage).
+inline backend::KvLayout kv_layout(const ModelConfig& c) {
+  return backend::KvLayout{c.num_layers, c.num_kv_heads, c.head_dim};
+}
 
 }  // namespace pagoda::model

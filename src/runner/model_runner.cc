@@ -6,8 +6,9 @@ namespace pagoda::runner {
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                                                          const RunnerConfig& config) {
-  PAGODA_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create(model.config(), config.num_blocks,
-                                                               config.block_size, config.kv_dtype));
+  PAGODA_ASSIGN_OR_RETURN(KvStorage storage,
+                          KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
+                                            config.block_size, config.kv_dtype));
   return std::unique_ptr<ModelRunner>(
       new ModelRunner(model, std::move(storage), config.flash_attention));
 }
@@ -15,7 +16,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
 Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
                                                int32_t block_size, tensor::DType dtype) {
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_block,
-                          KvStorage::bytes_per_block(config, block_size, dtype));
+                          KvStorage::bytes_per_block(model::kv_layout(config), block_size, dtype));
   const uint64_t n = bytes / per_block;
   if (n < 2) {
     return resource_exhausted("{} bytes of KV memory hold {} blocks of {} tokens; need at least 2",

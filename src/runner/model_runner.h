@@ -7,12 +7,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/kv_storage.h"
 #include "model/model.h"
-#include "runner/kv_storage.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
 
 namespace pagoda::runner {
+
+using backend::KvStorage;
 
 struct RunnerConfig {
   int64_t num_blocks = 0;  // including the engine's null block 0

@@ -15,9 +15,9 @@ double fidelity_tolerance(const std::string& name) {
   return 0.25;
 }
 
-FidelityResult expect_matches_reference(const nlohmann::json& ref, const diagnostics::LogitTrace& trace,
-                                        double tolerance, double required_argmax,
-                                        const std::string& label) {
+FidelityResult expect_matches_reference(const nlohmann::json& ref,
+                                        const diagnostics::LogitTrace& trace, double tolerance,
+                                        double required_argmax, const std::string& label) {
   FidelityResult r;
   const auto ref_prompt = ref["prompt_tokens"].get<std::vector<int32_t>>();
   const auto ref_greedy = ref["greedy_tokens"].get<std::vector<int32_t>>();

@@ -25,8 +25,8 @@ struct FidelityResult {
 // Checks (gtest EXPECTs, labelled with `label`) every comparable position against `tolerance`
 // and the argmax agreement against `required_argmax` (fraction of gap positions), then prints
 // one summary line. The prompt tokens must already match.
-FidelityResult expect_matches_reference(const nlohmann::json& ref, const diagnostics::LogitTrace& trace,
-                                        double tolerance, double required_argmax,
-                                        const std::string& label);
+FidelityResult expect_matches_reference(const nlohmann::json& ref,
+                                        const diagnostics::LogitTrace& trace, double tolerance,
+                                        double required_argmax, const std::string& label);
 
 }  // namespace pagoda::testing

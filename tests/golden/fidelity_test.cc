@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "diagnostics/logit_trace.h"
 #include "golden/fidelity_compare.h"
 #include "loader/model_loader.h"
-#include "diagnostics/logit_trace.h"
 #include "test_support.h"
 
 namespace pagoda {
@@ -50,7 +50,7 @@ TEST_P(FidelityTest, MatchesReferenceLogits) {
   for (const bool flash : {false, true}) {
     SCOPED_TRACE(flash ? "flash attention" : "exact softmax");
     auto trace = diagnostics::trace_logits(*loaded, ref["prompt"].get<std::string>(), n_predict,
-                                      tensor::DType::kF16, flash);
+                                           tensor::DType::kF16, flash);
     ASSERT_TRUE(trace.ok()) << trace.status().to_string();
 
     const auto ref_prompt = ref["prompt_tokens"].get<std::vector<int32_t>>();

@@ -18,8 +18,10 @@ struct ArchDef {
   // Sets fields fixed by the architecture (rope style, biases) and checks arch constraints.
   Status (*configure)(ModelConfig& config);
   // Binds weights from `source` and builds the model (which keeps `source` alive).
+  // Its weights go to `backend`'s memory and its forward passes run there.
   Result<std::unique_ptr<Model>> (*build)(const ModelConfig& config,
-                                          std::unique_ptr<TensorSource> source);
+                                          std::unique_ptr<TensorSource> source,
+                                          backend::Backend& backend);
 };
 
 const ArchDef* find_arch(std::string_view name);
@@ -30,6 +32,7 @@ extern const ArchDef kQwen2Arch;
 
 // The shared build for llama-family decoders (arch files may use it).
 Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
-                                             std::unique_ptr<TensorSource> source);
+                                             std::unique_ptr<TensorSource> source,
+                                             backend::Backend& backend);
 
 }  // namespace pagoda::model

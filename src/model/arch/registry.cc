@@ -20,12 +20,13 @@ std::span<const ArchDef* const> all_archs() {
 }
 
 Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
-                                             std::unique_ptr<TensorSource> source) {
+                                             std::unique_ptr<TensorSource> source,
+                                             backend::Backend& backend) {
   PAGODA_RETURN_IF_ERROR(validate_config(config));
   WeightBinder binder(*source);
   PAGODA_ASSIGN_OR_RETURN(DecoderWeights weights, bind_decoder_weights(config, binder));
   return std::unique_ptr<Model>(
-      std::make_unique<DecoderModel>(config, std::move(weights), std::move(source)));
+      std::make_unique<DecoderModel>(config, std::move(weights), std::move(source), backend));
 }
 
 }  // namespace pagoda::model

@@ -15,9 +15,9 @@
 #include <mutex>
 #include <random>
 
+#include "diagnostics/sequence_session.h"
 #include "loader/model_loader.h"
 #include "pagoda/engine.h"
-#include "diagnostics/sequence_session.h"
 #include "test_support.h"
 
 namespace pagoda {
@@ -34,7 +34,8 @@ std::string model_path(const std::string& name) {
 std::vector<std::vector<float>> logit_rows(model::Model& m, DType dtype,
                                            const std::vector<int32_t>& tokens, size_t prompt) {
   std::vector<std::vector<float>> rows;
-  auto session = diagnostics::SequenceSession::create(m, static_cast<int32_t>(tokens.size()), dtype);
+  auto session =
+      diagnostics::SequenceSession::create(m, static_cast<int32_t>(tokens.size()), dtype);
   EXPECT_TRUE(session.ok()) << session.status().to_string();
   if (!session.ok()) return rows;
   const auto vocab = static_cast<size_t>(m.config().vocab_size);

@@ -27,12 +27,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "diagnostics/logit_trace.h"
+#include "diagnostics/sequence_session.h"
 #include "format/gguf_file.h"
 #include "golden/fidelity_compare.h"
 #include "golden/tools/tools_test_support.h"
 #include "loader/model_loader.h"
-#include "diagnostics/logit_trace.h"
-#include "diagnostics/sequence_session.h"
 #include "test_support.h"
 
 namespace pagoda {
@@ -131,7 +131,7 @@ void check_against_reference(const std::string& model_path, const std::string& r
     const nlohmann::json ref = read_json(ref_path);
     ASSERT_EQ(ref["n_vocab"].get<int32_t>(), loaded->model->config().vocab_size);
     auto trace = diagnostics::trace_logits(*loaded, ref["prompt"].get<std::string>(),
-                                      ref["n_predict"].get<int32_t>());
+                                           ref["n_predict"].get<int32_t>());
     ASSERT_TRUE(trace.ok()) << trace.status().to_string();
     ASSERT_EQ(trace->prompt_tokens, ref["prompt_tokens"].get<std::vector<int32_t>>())
         << label << part;

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "loader/model_loader.h"
 #include "diagnostics/logit_trace.h"
+#include "loader/model_loader.h"
 #include "test_support.h"
 
 namespace pagoda::testing {

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "runner/kv_storage.h"
+#include "backend/kv_storage.h"
 #include "runner/model_runner.h"
 
 namespace pagoda::api {
@@ -68,10 +68,14 @@ TEST(KvCacheSizing, BlockBytesFollowTheDtype) {
   const model::ModelConfig c = config_with_head_dim(64);
   // 2 layers x (K, V) x 4 KV heads x 16 tokens x row bytes.
   const uint64_t rows = 2 * 2 * 4 * 16;
-  EXPECT_EQ(*runner::KvStorage::bytes_per_block(c, 16, tensor::DType::kF32), rows * 256);
-  EXPECT_EQ(*runner::KvStorage::bytes_per_block(c, 16, tensor::DType::kF16), rows * 128);
-  EXPECT_EQ(*runner::KvStorage::bytes_per_block(c, 16, tensor::DType::kBF16), rows * 128);
-  EXPECT_EQ(*runner::KvStorage::bytes_per_block(c, 16, tensor::DType::kQ8_0), rows * 68);
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(model::kv_layout(c), 16, tensor::DType::kF32),
+            rows * 256);
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(model::kv_layout(c), 16, tensor::DType::kF16),
+            rows * 128);
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(model::kv_layout(c), 16, tensor::DType::kBF16),
+            rows * 128);
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(model::kv_layout(c), 16, tensor::DType::kQ8_0),
+            rows * 68);
   // The same budget holds 128/68 times as many q8_0 blocks as f16 ones.
   const uint64_t budget = rows * 128 * 1000;
   EXPECT_EQ(*runner::ModelRunner::blocks_for_memory(c, budget, 16, tensor::DType::kF16), 1000);
@@ -87,12 +91,15 @@ TEST(KvCacheSizing, Q8_0RejectsHeadDimNotMultipleOf32) {
   EXPECT_NE(r.status().message().find("head_dim"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("q8_0"), std::string::npos) << r.status().message();
   EXPECT_TRUE(runner::ModelRunner::blocks_for_memory(c, 1 << 30, 16, tensor::DType::kBF16).ok());
-  EXPECT_FALSE(runner::KvStorage::create(c, 4, 16, tensor::DType::kQ8_0).ok());
+  EXPECT_FALSE(backend::KvStorage::create(backend::cpu_backend(), model::kv_layout(c), 4, 16,
+                                          tensor::DType::kQ8_0)
+                   .ok());
 }
 
 TEST(KvCacheSizing, Q8_0StorageCopiesWholeBlocks) {
   const model::ModelConfig c = config_with_head_dim(32);
-  auto kv = runner::KvStorage::create(c, 3, 2, tensor::DType::kQ8_0);
+  auto kv = backend::KvStorage::create(backend::cpu_backend(), model::kv_layout(c), 3, 2,
+                                       tensor::DType::kQ8_0);
   ASSERT_TRUE(kv.ok()) << kv.status().to_string();
   EXPECT_EQ(kv->total_bytes(), 3u * 2 * 2 * 4 * 2 * 34);
   ASSERT_EQ(kv->layers().size(), 2u);

@@ -1,15 +1,12 @@
-#include "runner/kv_storage.h"
-
-#include <cstring>
+#include "backend/kv_storage.h"
 
 #include "base/checked_math.h"
 
-namespace pagoda::runner {
+namespace pagoda::backend {
 namespace {
 
 // One K (or V) block of one layer.
-Result<uint64_t> layer_block_bytes(const model::ModelConfig& c, int32_t block_size,
-                                   tensor::DType dtype) {
+Result<uint64_t> layer_block_bytes(const KvLayout& c, int32_t block_size, tensor::DType dtype) {
   // The row size per dtype (q8_0: 34 bytes per 32 values; rejects a head_dim q8_0 cannot split).
   PAGODA_ASSIGN_OR_RETURN(uint64_t row, kernels::kv_row_bytes(dtype, c.head_dim));
   if (block_size <= 0 || block_size > 4096) {
@@ -26,7 +23,7 @@ Result<uint64_t> layer_block_bytes(const model::ModelConfig& c, int32_t block_si
 
 }  // namespace
 
-Result<uint64_t> KvStorage::bytes_per_block(const model::ModelConfig& c, int32_t block_size,
+Result<uint64_t> KvStorage::bytes_per_block(const KvLayout& c, int32_t block_size,
                                             tensor::DType dtype) {
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_layer, layer_block_bytes(c, block_size, dtype));
   auto total = checked_mul<uint64_t>(per_layer, 2 * static_cast<uint64_t>(c.num_layers));
@@ -34,7 +31,7 @@ Result<uint64_t> KvStorage::bytes_per_block(const model::ModelConfig& c, int32_t
   return *total;
 }
 
-Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blocks,
+Result<KvStorage> KvStorage::create(Backend& backend, const KvLayout& c, int64_t num_blocks,
                                     int32_t block_size, tensor::DType dtype) {
   if (num_blocks <= 0 || num_blocks > (int64_t{1} << 31)) {
     return invalid_argument("number of KV blocks {} is out of range", num_blocks);
@@ -43,17 +40,14 @@ Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blo
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_block, bytes_per_block(c, block_size, dtype));
   auto total = checked_mul<uint64_t>(per_block, static_cast<uint64_t>(num_blocks));
   if (!total) return out_of_range("KV cache size overflows");
-  // On huge pages (attention walks the blocks of every sequence; fewer TLB misses, prefetchers
-  // not stopped at 4 KiB) and populated now, as llama.cpp clears its KV buffer at context creation
-  // and vLLM reserves its cache at startup: the memory is committed before the first request, and
-  // no request takes page faults (or a synchronous huge-page compaction) on fresh blocks.
-  auto memory = PageBuffer::allocate(*total, HugePages::kYes);
-  if (!memory.ok()) return resource_exhausted("cannot reserve {} bytes for the KV cache", *total);
-  if (Status st = memory->populate(); !st.ok()) {
-    return resource_exhausted("cannot reserve {} bytes for the KV cache: {}", *total, st.message());
+  auto memory = backend.allocate(*total, MemoryKind::kKvCache);
+  if (!memory.ok()) {
+    return resource_exhausted("cannot reserve {} bytes for the KV cache: {}", *total,
+                              memory.status().message());
   }
   KvStorage s;
-  s.memory_ = std::move(*memory);
+  s.backend_ = &backend;
+  s.memory_ = std::move(memory).value();
   s.block_bytes_per_layer_ = per_layer;
   s.num_blocks_ = num_blocks;
   s.block_size_ = block_size;
@@ -65,8 +59,8 @@ Result<KvStorage> KvStorage::create(const model::ModelConfig& c, int64_t num_blo
     v.n_kv_heads = c.num_kv_heads;
     v.head_dim = c.head_dim;
     v.num_blocks = num_blocks;
-    v.k = s.memory_.data() + (2 * static_cast<uint64_t>(l)) * array_bytes;
-    v.v = s.memory_.data() + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
+    v.k = s.memory_->data() + (2 * static_cast<uint64_t>(l)) * array_bytes;
+    v.v = s.memory_->data() + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
     s.layers_.push_back(v);
   }
   return s;
@@ -77,9 +71,9 @@ void KvStorage::copy_block(int32_t src, int32_t dst) {
   for (auto& layer : layers_) {
     auto* k = static_cast<uint8_t*>(layer.k);
     auto* v = static_cast<uint8_t*>(layer.v);
-    std::memcpy(k + static_cast<uint64_t>(dst) * n, k + static_cast<uint64_t>(src) * n, n);
-    std::memcpy(v + static_cast<uint64_t>(dst) * n, v + static_cast<uint64_t>(src) * n, n);
+    backend_->copy(k + static_cast<uint64_t>(dst) * n, k + static_cast<uint64_t>(src) * n, n);
+    backend_->copy(v + static_cast<uint64_t>(dst) * n, v + static_cast<uint64_t>(src) * n, n);
   }
 }
 
-}  // namespace pagoda::runner
+}  // namespace pagoda::backend

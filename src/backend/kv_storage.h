@@ -1,9 +1,9 @@
 // KvStorage: the memory behind the paged KV cache: for every layer, K and V arrays of
 // num_blocks blocks in the layout kernels/attention.h documents (dtype f32, f16, bf16 or q8_0;
 // a block of one layer's K is num_kv_heads * block_size * kernels::kv_row_bytes(dtype, head_dim)
-// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once, on huge pages, and populated
-// at creation (PageBuffer::populate): the memory the startup line promises is committed before
-// the first request, and no request takes a page fault on a fresh block; the KV metadata layer
+// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once by a Backend as
+// MemoryKind::kKvCache (committed: the memory the startup line promises is there before the
+// first request, and no request takes a page fault on a fresh block); the KV metadata layer
 // (src/kv) decides which block holds what.
 #pragma once
 
@@ -11,37 +11,46 @@
 #include <span>
 #include <vector>
 
-#include "base/page_buffer.h"
+#include <memory>
+
+#include "backend/backend.h"
 #include "base/status.h"
 #include "kernels/attention.h"
-#include "model/model_config.h"
 
-namespace pagoda::runner {
+namespace pagoda::backend {
+
+// What the cache holds per block: every layer's K and V rows of num_kv_heads heads.
+struct KvLayout {
+  int32_t num_layers = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+};
 
 class KvStorage {
  public:
   // Bytes one block takes across all layers (K and V). invalid_argument names head_dim when the
   // dtype cannot hold it (q8_0 needs a multiple of 32), unimplemented for other dtypes.
-  static Result<uint64_t> bytes_per_block(const model::ModelConfig& config, int32_t block_size,
+  static Result<uint64_t> bytes_per_block(const KvLayout& layout, int32_t block_size,
                                           tensor::DType dtype);
 
-  static Result<KvStorage> create(const model::ModelConfig& config, int64_t num_blocks,
+  static Result<KvStorage> create(Backend& backend, const KvLayout& layout, int64_t num_blocks,
                                   int32_t block_size, tensor::DType dtype);
 
   std::span<const kernels::KvLayerView> layers() const { return layers_; }
   int64_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
-  uint64_t total_bytes() const { return memory_.size(); }
+  uint64_t total_bytes() const { return memory_->size(); }
 
   // Copies every layer's K/V of block `src` into block `dst` (copy-on-write).
   void copy_block(int32_t src, int32_t dst);
 
  private:
-  PageBuffer memory_;
+  Backend* backend_ = nullptr;
+  std::unique_ptr<DeviceBuffer> memory_;
   uint64_t block_bytes_per_layer_ = 0;  // one of K or V, one layer, one block
   int64_t num_blocks_ = 0;
   int32_t block_size_ = 0;
   std::vector<kernels::KvLayerView> layers_;
 };
 
-}  // namespace pagoda::runner
+}  // namespace pagoda::backend

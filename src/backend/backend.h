@@ -1,0 +1,59 @@
+// Backend: the seam between the model's forward pass and the device it runs on. It decides
+// where weights and KV storage live and how a forward pass executes; the model, the runner and
+// the engine hold a Backend& and never a device detail. The CPU backend (backend/cpu/) is the
+// only one now. A CUDA backend adds backend/cuda/ (device memory, a stream per forward pass)
+// and kernels/cuda/ (the op fronts' device kernels); nothing in model/ or runner/ changes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+#include "kernels/weight_view.h"
+
+namespace pagoda::backend {
+
+// Memory a backend owns: host pages for the CPU backend, device memory for an accelerator.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual uint8_t* data() = 0;
+  virtual uint64_t size() const = 0;
+};
+
+enum class MemoryKind {
+  kWeights,  // read by every forward pass (streamed by decode)
+  kKvCache,  // the paged KV cache: committed at allocation, so serving never faults on it
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // `bytes` of device memory. resource_exhausted when the device cannot give them.
+  virtual Result<std::unique_ptr<DeviceBuffer>> allocate(uint64_t bytes, MemoryKind kind) = 0;
+
+  // Copies `bytes` between two places in this backend's memory (KV copy-on-write).
+  virtual void copy(uint8_t* dst, const uint8_t* src, uint64_t bytes) = 0;
+
+  // Moves the matmul weights `views` point at (in a file mapping) into the backend's memory, in
+  // the kernels' preferred layout where they have one (WeightView::packed), and points the views
+  // at the copies. Returns the memory, which must outlive the views; null when the weights stay
+  // where they are (the views are then unchanged and still valid).
+  virtual std::unique_ptr<DeviceBuffer> place_weights(
+      std::span<kernels::WeightView* const> views) = 0;
+
+  // Runs one forward pass. `pass` is the model's body over the kernels' op fronts; the CPU
+  // backend runs it on every thread of the kernels' team, each op splitting its work across
+  // them (kernels/team.h), with no fork/join between ops.
+  virtual void execute(const std::function<void()>& pass) = 0;
+};
+
+// The CPU backend (one per process: it drives the kernels' one thread team).
+Backend& cpu_backend();
+
+}  // namespace pagoda::backend
