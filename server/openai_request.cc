@@ -1,8 +1,11 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <span>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -225,6 +228,57 @@ std::optional<ApiError> parse_logit_bias(const Fields& f, const ServerConfig& cf
       return bad_request("'logit_bias' values must be numbers in [-100, 100]", "logit_bias");
     }
     sp.logit_bias.emplace_back(static_cast<int32_t>(id), it->get<float>());
+  }
+  return std::nullopt;
+}
+
+// Every top-level field a request may carry. Anything else is refused by name (a 400), never
+// ignored: a client that sends a field we do not implement learns it at once. `user` (an
+// end-user id for the caller's own monitoring) has no effect on generation and is accepted.
+std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) {
+  static constexpr std::string_view kCommon[] = {"model",
+                                                 "stream",
+                                                 "stream_options",
+                                                 "temperature",
+                                                 "top_p",
+                                                 "top_k",
+                                                 "min_p",
+                                                 "n",
+                                                 "max_tokens",
+                                                 "stop",
+                                                 "stop_token_ids",
+                                                 "seed",
+                                                 "presence_penalty",
+                                                 "frequency_penalty",
+                                                 "repetition_penalty",
+                                                 "logit_bias",
+                                                 "ignore_eos",
+                                                 "min_tokens",
+                                                 "include_stop_str_in_output",
+                                                 "skip_special_tokens",
+                                                 "priority",
+                                                 "cache_salt",
+                                                 "response_format",
+                                                 "best_of",
+                                                 "user",
+                                                 "logprobs",
+                                                 "add_special_tokens"};
+  static constexpr std::string_view kChat[] = {"messages", "top_logprobs", "max_completion_tokens",
+                                               "tools",    "tool_choice",  "add_generation_prompt"};
+  static constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
+  const auto listed = [](std::span<const std::string_view> names, const std::string& key) {
+    return std::find(names.begin(), names.end(), key) != names.end();
+  };
+  for (const auto& [key, value] : body.items()) {
+    if (listed(kCommon, key)) continue;
+    if (listed(endpoint == Endpoint::kChat ? std::span<const std::string_view>(kChat)
+                                           : std::span<const std::string_view>(kCompletion),
+               key)) {
+      continue;
+    }
+    return bad_request(
+        fmt::format("'{}' is not a supported field of this endpoint", key.substr(0, 64)),
+        key.substr(0, 64));
   }
   return std::nullopt;
 }
@@ -489,6 +543,7 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
                                                  GenerationSpec& spec) {
   json j;
   PAGODA_TRY(parse_json_object(body, cfg.max_json_depth, j));
+  PAGODA_TRY(check_known_fields(j, endpoint));
   Fields f(j);
   spec = GenerationSpec();
   spec.endpoint = endpoint;

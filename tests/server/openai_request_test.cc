@@ -108,8 +108,7 @@ TEST_F(RequestTest, SamplingFieldsReachTheEngine) {
                {"stream", true},
                {"stream_options", {{"include_usage", true}}},
                {"priority", -2},
-               {"user", "ignored"},
-               {"unknown_field", {1, 2, 3}}});
+               {"user", "ignored"}});
   GenerationSpec spec;
   ASSERT_FALSE(chat(body, spec));
   EXPECT_FLOAT_EQ(spec.sampling.temperature, 0.5f);
@@ -211,6 +210,27 @@ TEST_F(RequestTest, InvalidFieldsNameTheParam) {
             "logprobs");
   EXPECT_EQ(rejected_param({{"prompt", "a"}, {"suffix", "z"}}, Endpoint::kCompletion), "suffix");
   EXPECT_EQ(rejected_param(json::object(), Endpoint::kCompletion), "prompt");
+}
+
+TEST_F(RequestTest, UnsupportedFieldsAreRefusedByName) {
+  json b = base();
+  b["unknown_field"] = {1, 2, 3};
+  EXPECT_EQ(rejected_param(b), "unknown_field");
+  b = base();
+  b["prompt"] = "a completion field on the chat endpoint";
+  EXPECT_EQ(rejected_param(b), "prompt");
+  b = base();
+  b["parallel_tool_calls"] = false;
+  EXPECT_EQ(rejected_param(b), "parallel_tool_calls");
+  EXPECT_EQ(rejected_param({{"prompt", "ab"}, {"messages", json::array()}}, Endpoint::kCompletion),
+            "messages");
+  EXPECT_EQ(
+      rejected_param({{"prompt", "ab"}, {"echo", true}, {"user", "u1"}}, Endpoint::kCompletion),
+      "<ok>");
+  // A hostile key is cut in the message and the param.
+  b = base();
+  b[std::string(1000, 'k')] = 1;
+  EXPECT_EQ(rejected_param(b), std::string(64, 'k'));
 }
 
 TEST_F(RequestTest, ContextOverflowNamesMaxTokens) {
