@@ -6,10 +6,31 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace pagoda {
+
+// A constraint on the output text, enforced token by token (src/structured): OpenAI's
+// response_format, vLLM's structured_outputs / guided_* and llama.cpp's grammar / json_schema.
+struct StructuredOutputs {
+  enum class Kind {
+    kNone,
+    kJsonSchema,  // spec: the JSON Schema as JSON text
+    kJsonObject,  // any JSON object
+    kRegex,       // spec: the pattern (full match)
+    kGrammar,     // spec: a GBNF grammar (llama.cpp syntax), start rule `root`
+    kChoice,      // choices: the output is exactly one of them
+    kToolCalls,   // spec: JSON {"format", "tools", "mode", ...} (structured/tool_call_grammar.h)
+  };
+  Kind kind = Kind::kNone;
+  std::string spec;
+  std::vector<std::string> choices;
+
+  bool empty() const { return kind == Kind::kNone; }
+  bool operator==(const StructuredOutputs&) const = default;
+};
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
@@ -22,6 +43,10 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> added logit
   std::optional<uint64_t> seed;                       // deterministic sampling when set
   int32_t logprobs = -1;  // -1: none; k >= 0: sampled token's logprob + top k
+  // Tokens whose text would leave the constraint's language are masked before sampling; EOS is
+  // allowed only where the constraint may end. Engine::add_request compiles it (invalid_argument
+  // names an unsupported schema keyword or a syntax error).
+  StructuredOutputs structured;
 
   bool is_greedy() const { return temperature <= 0.0f; }
 };
