@@ -30,9 +30,10 @@ inline constexpr size_t kMaxSchemaBytes = 1 << 20;
 inline constexpr int kMaxSchemaDepth = 128;          // nesting of the schema document
 inline constexpr int kMaxCompileDepth = 256;         // nesting of compile (incl. inlined $refs)
 inline constexpr int64_t kMaxCompileCalls = 200000;  // anyOf distribution and $ref inlining
-inline constexpr int kMaxRefHops = 32;               // $refs inlined at one position
-inline constexpr size_t kMaxConjunction = 64;        // schemas merged at one position
-inline constexpr int64_t kMaxRepetition = 10000;     // counted items / string chunks
+inline constexpr int64_t kMaxDistributedBranches = 10000;     // anyOf/oneOf × siblings
+inline constexpr int kMaxRefHops = 32;                        // $refs inlined at one position
+inline constexpr size_t kMaxConjunction = 64;                 // schemas merged at one position
+inline constexpr int64_t kMaxRepetition = 10000;              // counted items / string chunks
 inline constexpr int64_t kUnboundedCount = int64_t{1} << 31;  // a max at least this is no bound
 inline constexpr size_t kMaxMergedRegexBytes = 4096;
 inline constexpr size_t kMaxEnumRegexBytes = 256 * 1024;
@@ -139,6 +140,7 @@ class Compiler {
   GrammarBuilder b_;
   std::string ws_;
   int64_t num_calls_ = 0;
+  int64_t num_distributed_ = 0;
   size_t lexeme_bytes_ = 0;
   std::string empty_reason_;
   struct PendingRef {
@@ -151,6 +153,42 @@ class Compiler {
   std::unordered_map<const Json*, std::unordered_map<std::string_view, const Json*>> key_index_;
   std::optional<int32_t> any_value_, any_object_, any_array_;
 };
+
+// Keyword kinds; any keyword not in the table is refused.
+enum class Kw : uint8_t {
+  kAnnotation,  // ignored (incl. $defs/definitions, read only through $ref)
+  kNullable,
+  kType,
+  kEnum,
+  kConst,
+  kAllOf,
+  kAnyOf,
+  kOneOf,
+  kRef,
+  kObject,
+  kArray,
+  kString,
+  kNumber,
+};
+std::optional<Kw> keyword_kind(std::string_view keyword);
+
+// Type bits: "number" is kInteger | kFraction, "integer" kInteger.
+inline constexpr uint8_t kNull = 1, kBool = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32,
+                         kFraction = 64, kAllTypes = 127;
+
+// The type bit of a JSON value (an integral float is an integer, as JSON Schema has it).
+uint8_t value_type_bit(const Json& v);
+// JSON equality as JSON Schema defines it: objects regardless of key order, numbers by value.
+bool json_equal(const Json& a, const Json& b);
+
+inline constexpr std::string_view kIntegerRegex = "\\-?(?:0|[1-9][0-9]*)";
+inline constexpr std::string_view kNumberRegex =
+    "\\-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+\\-]?[0-9]+)?";
+
+// (?:a|b|...), or the one alternative alone.
+std::string join_alternatives(const std::vector<std::string>& alternatives);
+// At most 64 bytes of s, for messages.
+std::string shorten(std::string_view s);
 
 // Finds `key` in `object` (an object node) or nullptr.
 const Json* find_key(const Json& object, std::string_view key);

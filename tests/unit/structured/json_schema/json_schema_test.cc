@@ -459,7 +459,7 @@ TEST(JsonSchemaRefusals, NameTheKeywordAndPointer) {
   expect_refused(R"({"$ref":"https://example.com/s.json"})", "$ref 'https://example.com/s.json'");
   expect_refused(R"({"$ref":"#anchor"})", "$ref '#anchor'");
   expect_refused(R"({"$ref":"#/$defs/missing"})", "points to nothing");
-  expect_refused(R"({"$ref":"#/$defs/a~2"})", "'~'");
+  expect_refused(R"({"$defs":{"a~2":{}},"$ref":"#/$defs/a~2"})", "'~'");
   expect_refused(R"({"type":"strin"})", "'type' at /");
   expect_refused(R"({"properties":{"a":{"type":7}}})", "'type' at /properties/a");
   expect_refused(R"({"type":"object","required":"a"})", "'required' at /");
@@ -545,7 +545,7 @@ TEST(JsonSchemaRefusals, HostileInputFailsCleanly) {
   for (int i = 0; i < 24; ++i)
     product += std::string(i ? "," : "") + R"({"anyOf":[{"type":"integer"},{"minimum":1}]})";
   product += "]}";
-  expect_refused(product, "too complex");
+  expect_refused(product, "combinations");
   // Many refs to one definition compile once.
   std::string refs = R"({"$defs":{"d":{"type":"integer"}},"type":"array","prefixItems":[)";
   for (int i = 0; i < 2000; ++i)

@@ -7,7 +7,8 @@ by a few others, array elements dropped or appended), and prints one JSON array 
 {"case": i, "compact": text, "pretty": text, "valid": bool, "kind": "candidate"|"subset_only"}
 with the verdict of python3-jsonschema (Draft 2020-12, formats asserted).
 
-Key order is kept (the grammar writes properties in schema order). The "date-time" and "time"
+Key order is kept (the grammar writes properties in schema order). enum/const compare with JSON
+equality (true is not 1 at any depth; jsonschema 4.10 gets nested values wrong). The "date-time" and "time"
 formats need rfc3339-validator, which Debian does not package: they are checked here with RFC 3339's
 grammar plus the calendar, independently of the C++ regexes.
 
@@ -63,6 +64,32 @@ def _is_time(instance):
     return bool(m) and _time_ok(m, 1)
 
 
+def _strict_equal(a, b):
+    """JSON equality: true is not 1, also inside arrays and objects (jsonschema 4.10 compares
+    nested values with Python's ==, where True == 1)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, dict)) or isinstance(b, (list, dict)):
+        return False
+    return a == b
+
+
+def _enum(validator, enums, instance, schema):
+    if not any(_strict_equal(instance, e) for e in enums):
+        yield jsonschema.ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
+def _const(validator, const, instance, schema):
+    if not _strict_equal(instance, const):
+        yield jsonschema.ValidationError(f"{const!r} was expected")
+
+
+Validator = jsonschema.validators.extend(Draft202012Validator, {"enum": _enum, "const": _const})
+
 REPLACEMENTS = [None, True, 0, -1, 7, 1.5, "", "x", [], {}]
 MAX_CANDIDATES_PER_CASE = 160
 
@@ -104,7 +131,7 @@ def main():
         cases = json.load(f)
     out = []
     for i, case in enumerate(cases):
-        validator = Draft202012Validator(case["schema"], format_checker=FORMAT_CHECKER)
+        validator = Validator(case["schema"], format_checker=FORMAT_CHECKER)
         seen = set()
         candidates = []
         for instance in case["instances"]:
