@@ -821,7 +821,7 @@ std::string trie_regex(const KeyTrie& trie, int32_t id) {
 }  // namespace
 
 std::optional<std::string> key_excluding_regex(const std::vector<std::string>& names) {
-  constexpr size_t kMaxNameUnits = 256;
+  constexpr size_t kMaxNameUnits = 128;  // one regex group per unit: regex.h nests at most 256
   constexpr size_t kMaxTotalBytes = 64 * 1024;
   size_t total = 0;
   KeyTrie trie;

@@ -53,7 +53,7 @@ std::optional<StringContent> format_content(std::string_view format);
 
 // A regex for a JSON object key (quotes included) that is none of `names`. Keys are written in
 // canonical form (json_string_text: no optional escapes), which makes "not one of the names" a
-// property of the text. nullopt when the names are too long for the regex (a name over 256 code
+// property of the text. nullopt when the names are too long for the regex (a name over 128 code
 // points, or over 64 KiB of names): the caller then allows any key.
 std::optional<std::string> key_excluding_regex(const std::vector<std::string>& names);
 

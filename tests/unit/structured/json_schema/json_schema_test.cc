@@ -143,6 +143,25 @@ TEST(JsonSchema, PropertyNamesNeedingEscapes) {
          {R"({"q\"t":"1"})", R"({"x":1,"ü😀":2})"}});
 }
 
+TEST(JsonSchema, LongPropertyNamesStillExcludedFromExtraKeys) {
+  const std::string name(128, 'k');
+  Result<Grammar> g = compile_json_schema(R"({"type":"object","properties":{")" + name +
+                                          R"(":{"type":"integer"}},"additionalProperties":true})");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_TRUE(accepts(*g, R"({")" + name + R"(":1})"));
+  EXPECT_TRUE(accepts(*g, R"({")" + name + R"(k":"x"})"));
+  EXPECT_TRUE(accepts(*g, R"({")" + name.substr(1) + R"(":"x"})"));
+  EXPECT_FALSE(accepts(*g, R"({")" + name + R"(":"x"})"));
+  // Longer names: extra keys are any string (documented fallback), the grammar still compiles.
+  const std::string longer(1000, 'k');
+  Result<Grammar> any_key =
+      compile_json_schema(R"({"type":"object","properties":{")" + longer +
+                          R"(":{"type":"integer"}},"additionalProperties":true})");
+  ASSERT_TRUE(any_key.ok()) << any_key.status().to_string();
+  EXPECT_TRUE(accepts(*any_key, R"({")" + longer + R"(":1})"));
+  EXPECT_TRUE(accepts(*any_key, R"({"x":"y"})"));
+}
+
 TEST(JsonSchema, Arrays) {
   check({R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})",
          {"[1]", "[1,2,3]"},
