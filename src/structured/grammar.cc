@@ -83,10 +83,9 @@ void GrammarBuilder::add_alternative(int32_t rule, std::vector<Symbol> sequence)
 }
 
 Symbol GrammarBuilder::lexeme(std::string_view regex) {
-  auto it = std::lower_bound(lexeme_ids_.begin(), lexeme_ids_.end(), regex,
-                             [](const auto& entry, std::string_view key) {
-                               return std::string_view(entry.first) < key;
-                             });
+  auto it = std::lower_bound(
+      lexeme_ids_.begin(), lexeme_ids_.end(), regex,
+      [](const auto& entry, std::string_view key) { return std::string_view(entry.first) < key; });
   if (it != lexeme_ids_.end() && it->first == regex)
     return Symbol{Symbol::Kind::kLexeme, it->second};
   const auto id = static_cast<int32_t>(grammar_.lexemes.size());
