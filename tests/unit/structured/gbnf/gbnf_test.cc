@@ -8,12 +8,15 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "structured/gbnf_parser.h"
 #include "structured/recognizer.h"
+#include "tokenizer/utf8.h"
 
 namespace pagoda::structured {
 namespace {
@@ -334,6 +337,159 @@ TEST(GbnfTest, NamesWithDigitsAndCapitals) {
   const Grammar g = parse("root ::= QA-pair-2 \"!\"\nQA-pair-2 ::= \"q\" 42\n42 ::= \"a\"");
   EXPECT_TRUE(accepts(g, "qa!"));
   EXPECT_FALSE(accepts(g, "q!"));
+}
+
+// --- differential: the lowered Grammar against the syntax tree read directly -----------------
+
+// A direct reading of the GBNF syntax tree (no lowering, no regex): the byte offsets at which a
+// match of `n` starting at `pos` can end. Exponential in general, fine for short strings and
+// grammars without left recursion.
+class TreeOracle {
+ public:
+  TreeOracle(const GbnfAst& ast, std::string_view s) : ast_(ast), s_(s) {}
+
+  bool accepts() {
+    return ends(ast_.rules[static_cast<size_t>(ast_.root)].body, 0, 0).count(s_.size()) > 0;
+  }
+
+ private:
+  std::set<size_t> ends(const GbnfNode& n, size_t pos, int depth) {
+    std::set<size_t> out;
+    if (depth > 400) return out;  // only left recursion gets here
+    switch (n.kind) {
+      case GbnfNode::Kind::kLiteral:
+        if (s_.substr(pos).starts_with(n.text)) out.insert(pos + n.text.size());
+        break;
+      case GbnfNode::Kind::kClass:
+      case GbnfNode::Kind::kAny: {
+        if (pos >= s_.size()) break;
+        const size_t len = tokenizer::utf8::valid_sequence_length(s_, pos);
+        if (len == 0) break;
+        const uint32_t cp = tokenizer::utf8::decode(s_, pos, len);
+        bool in = n.kind == GbnfNode::Kind::kAny;
+        for (const GbnfCharRange& r : n.ranges)
+          in = in || (cp >= r.lo && cp <= r.hi);
+        if (in != n.negated) out.insert(pos + len);
+        break;
+      }
+      case GbnfNode::Kind::kRef:
+        out = ends(ast_.rules[static_cast<size_t>(n.rule)].body, pos, depth + 1);
+        break;
+      case GbnfNode::Kind::kSeq: {
+        std::set<size_t> current = {pos};
+        for (const GbnfNode& c : n.children) {
+          std::set<size_t> next;
+          for (size_t p : current)
+            for (size_t e : ends(c, p, depth + 1))
+              next.insert(e);
+          current = std::move(next);
+        }
+        out = std::move(current);
+        break;
+      }
+      case GbnfNode::Kind::kAlt:
+        for (const GbnfNode& c : n.children)
+          for (size_t e : ends(c, pos, depth + 1))
+            out.insert(e);
+        break;
+      case GbnfNode::Kind::kRepeat: {
+        std::set<size_t> current = {pos};
+        if (n.min == 0) out.insert(pos);
+        const int64_t limit = n.max < 0 ? n.min + static_cast<int64_t>(s_.size() - pos) + 1 : n.max;
+        for (int64_t k = 1; k <= limit && !current.empty(); ++k) {
+          std::set<size_t> next;
+          for (size_t p : current)
+            for (size_t e : ends(n.children[0], p, depth + 1))
+              next.insert(e);
+          current = std::move(next);
+          if (k >= n.min) out.insert(current.begin(), current.end());
+        }
+        break;
+      }
+    }
+    return out;
+  }
+
+  const GbnfAst& ast_;
+  std::string_view s_;
+};
+
+// Random strings over `alphabet` (code points given as UTF-8 pieces) and mutations of `samples`,
+// judged by the recognizer on the lowered grammar and by the tree oracle. Both verdicts must agree
+// on every string, and each grammar must see both verdicts.
+void expect_same_language(std::string_view text, const std::vector<std::string>& alphabet,
+                          const std::vector<std::string>& samples, int num_random = 300) {
+  SCOPED_TRACE(std::string(text));
+  auto ast = parse_gbnf_ast(text);
+  ASSERT_TRUE(ast.ok()) << ast.status().to_string();
+  const Grammar g = parse(text);
+  std::mt19937 rng(1234);
+  std::vector<std::string> strings = samples;
+  for (int i = 0; i < num_random; ++i) {
+    std::string s;
+    const int len = static_cast<int>(rng() % 9);
+    for (int j = 0; j < len; ++j)
+      s += alphabet[rng() % alphabet.size()];
+    strings.push_back(s);
+  }
+  for (const std::string& sample : samples) {
+    for (int i = 0; i < 20; ++i) {
+      std::string s = sample;
+      const size_t at = s.empty() ? 0 : rng() % (s.size() + 1);
+      switch (rng() % 3) {
+        case 0:
+          s.insert(at, alphabet[rng() % alphabet.size()]);
+          break;
+        case 1:
+          if (at < s.size()) s.erase(at, 1);
+          break;
+        default:
+          s = s.substr(0, at);
+          break;
+      }
+      if (tokenizer::utf8::is_valid(s)) strings.push_back(s);
+    }
+  }
+  int num_accepted = 0;
+  for (const std::string& s : strings) {
+    const bool expected = TreeOracle(*ast, s).accepts();
+    EXPECT_EQ(accepts(g, s), expected) << "string: '" << s << "'\n" << g.to_string();
+    num_accepted += expected ? 1 : 0;
+  }
+  EXPECT_GT(num_accepted, 0);
+  EXPECT_LT(num_accepted, static_cast<int>(strings.size()));
+}
+
+TEST(GbnfDifferentialTest, AgreesWithTheSyntaxTree) {
+  expect_same_language(R"g(
+root   ::= expr
+expr   ::= term (("+" | "-") term)*
+term   ::= factor ("*" factor)*
+factor ::= [0-9]+ | "(" expr ")"
+)g",
+                       {"1", "0", "+", "-", "*", "(", ")"}, {"1+2*(3-4)", "(1)", "12*3"});
+  expect_same_language(R"g(
+root ::= "[" ws (v ws ("," ws v ws)*)? "]"
+v    ::= "1" | "\"" [^"\\]* "\"" | root
+ws   ::= [ ]*
+)g",
+                       {"[", "]", ",", " ", "1", "\"", "\\", "a"},
+                       {"[1, [\"a\"] ,[]]", "[ ]", "[\"\"]"});
+  expect_same_language(R"(root ::= "a"{2,3} ("bc"{0,2} | [x-z]+)? "d"{1,})",
+                       {"a", "b", "c", "d", "x", "y", "z"}, {"aad", "aaabcbcd", "aaxyzdd"});
+  expect_same_language(R"(root ::= ("ab"{2}{1,2})? ("c"?)+ [^a-c\n] .)",
+                       {"a", "b", "c", "d", "\n", "\xC3\xA9", "\xF0\x9F\x98\x80"},
+                       {"ababd\n", "abababababcce\xC3\xA9", "d\xF0\x9F\x98\x80"});
+  expect_same_language(R"(root ::= [^\x00-\x7F]{1,2} "-" [\u00e0-\u00ff\U0001F600-\U0001F64F]*)",
+                       {"a", "-", "\xC3\xA9", "\xC3\x80", "\xF0\x9F\x98\x81", "\xF0\x9F\x9A\x80"},
+                       {"\xC3\xA9-\xC3\xA9\xF0\x9F\x98\x81", "\xF0\x9F\x9A\x80-"});
+  expect_same_language(R"g(root ::= "(" root ")" root | "")g", {"(", ")"}, {"(()())", "()"});
+  expect_same_language(R"g(
+root  ::= item ("," item)*
+item  ::= | "x" | "[" inner "]"
+inner ::= item | "y" inner
+)g",
+                       {"x", "y", "[", "]", ","}, {"x,[y[x]],", "[yyy]"});
 }
 
 // --- lowering --------------------------------------------------------------------------------
