@@ -57,8 +57,9 @@ constexpr size_t kMaxChoices = 100000;
 // What a subexpression would cost as (part of) a lexeme. `bytes` is an upper bound of its regex
 // text, `weight` an estimate of its NFA states.
 struct Metrics {
-  bool regular = true;  // no reference to a rule that is not inlineable
-  bool empty = true;    // matches only "" (emits no regex)
+  bool regular = true;   // no reference to a rule that is not inlineable
+  bool empty = true;     // matches only "" (emits no regex)
+  bool nullable = true;  // matches "" (among others)
   uint64_t bytes = 0;
   uint64_t weight = 0;
   int32_t groups = 0;  // nesting of (?: ) in the regex
@@ -75,6 +76,7 @@ Metrics concat(const Metrics& a, const Metrics& b) {
   Metrics m;
   m.regular = a.regular && b.regular;
   m.empty = a.empty && b.empty;
+  m.nullable = a.nullable && b.nullable;
   m.bytes = add_sat(a.bytes, b.bytes);
   m.weight = add_sat(a.weight, b.weight);
   m.groups = std::max(a.groups, b.groups);
@@ -151,17 +153,17 @@ class Lowerer {
     Metrics m;
     switch (n.kind) {
       case Kind::kLiteral:
-        m.empty = n.text.empty();
+        m.empty = m.nullable = n.text.empty();
         m.bytes = regex_escape(n.text).size();
         m.weight = n.text.size();
         break;
       case Kind::kClass:
-        m.empty = false;
+        m.empty = m.nullable = false;
         m.bytes = add_sat(3, mul_sat(n.ranges.size(), 9));
         m.weight = add_sat(24, mul_sat(n.ranges.size(), 4));
         break;
       case Kind::kAny:
-        m.empty = false;
+        m.empty = m.nullable = false;
         m.bytes = kAnyRegex.size();
         m.weight = 24;
         break;
@@ -172,30 +174,36 @@ class Lowerer {
           ++m.depth;
         } else {
           m.regular = false;
-          m.empty = false;
+          m.empty = m.nullable = false;
         }
         break;
       }
       case Kind::kSeq:
-      case Kind::kAlt:
-        for (const Node& c : n.children)
+      case Kind::kAlt: {
+        bool any_nullable = false;
+        for (const Node& c : n.children) {
           m = concat(m, measure(c));
+          any_nullable = any_nullable || metrics(c).nullable;
+        }
         ++m.depth;
         if (n.kind == Kind::kAlt) {
+          m.nullable = any_nullable;
           m.bytes = add_sat(m.bytes, n.children.size() + 5);  // (?: | | )?
           m.weight = add_sat(m.weight, 1);
           ++m.groups;
         }
         break;
+      }
       case Kind::kRepeat: {
         const Metrics& c = measure(n.children[0]);
         m = c;
         m.empty = c.empty || n.max == 0;
+        m.nullable = c.nullable || n.min == 0;
         m.bytes = add_sat(c.bytes, 4 + 13);  // (?: ) and {nnnnn,mmmmm}
-        m.weight =
-            add_sat(mul_sat(c.weight,
-                            static_cast<uint64_t>(std::max(n.max < 0 ? n.min : n.max, int32_t{1}))),
-                    1);
+        // The NFA copies the child per count; removing the epsilons of a nullable child makes the
+        // edges grow with the square of the count ((a?){n} needs ~n²/2).
+        const auto count = static_cast<uint64_t>(std::max(n.max < 0 ? n.min : n.max, int32_t{1}));
+        m.weight = add_sat(mul_sat(mul_sat(c.weight, count), c.nullable ? (count + 1) / 2 : 1), 1);
         ++m.groups;
         ++m.depth;
         break;
