@@ -501,13 +501,19 @@ Result<Grammar> choice_grammar(const std::vector<std::string>& choices) {
     if (total > kMaxLexemeBytes)
       return invalid_argument("choice: the choices exceed {} bytes", kMaxLexemeBytes);
   }
+  // Sorted and distinct: a duplicate adds only ambiguity, and the builder files lexemes added in
+  // order at the end of its sorted index (linear, not quadratic, in the number of choices).
+  std::vector<std::string> regexes;
+  regexes.reserve(choices.size());
+  for (const std::string& choice : choices)
+    regexes.push_back(regex_escape(choice));
+  std::sort(regexes.begin(), regexes.end());
+  regexes.erase(std::unique(regexes.begin(), regexes.end()), regexes.end());
   GrammarBuilder builder;
   const int32_t root = builder.add_rule("root");
-  std::unordered_set<std::string_view> seen;
-  for (const std::string& choice : choices) {
-    if (!seen.insert(choice).second) continue;  // a duplicate adds only ambiguity
+  for (const std::string& regex : regexes) {
     std::vector<Symbol> alternative;
-    if (!choice.empty()) alternative.push_back(builder.literal(choice));
+    if (!regex.empty()) alternative.push_back(builder.lexeme(regex));
     builder.add_alternative(root, std::move(alternative));
   }
   return std::move(builder).build(root);
