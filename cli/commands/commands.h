@@ -20,6 +20,8 @@ void register_convert(CLI::App& app, CommandAction& action);
 void register_bench_engine(CLI::App& app, CommandAction& action);
 void register_serve(CLI::App& app, CommandAction& action);
 void register_bench_serve(CLI::App& app, CommandAction& action);
+void register_bench_grammar(CLI::App& app, CommandAction& action);
+void register_grammar(CLI::App& app, CommandAction& action);
 
 void register_bench(CLI::App& app, CommandAction& action);
 
@@ -28,15 +30,16 @@ void register_bench(CLI::App& app, CommandAction& action);
 inline CLI::App* bench_group(CLI::App& app) {
   auto found = app.get_subcommands([](CLI::App* a) { return a->get_name() == "bench"; });
   if (!found.empty()) return found.front();
-  return app.add_subcommand("bench", "Benchmark model speed (and: bench engine, bench serve)");
+  return app.add_subcommand(
+      "bench", "Benchmark model speed (and: bench engine, bench serve, bench grammar)");
 }
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
-      &register_version, &register_logits,       &register_run,   &register_chat,
-      &register_inspect, &register_tokenize,     &register_synth, &register_quantize,
-      &register_bench,   &register_bench_engine, &register_serve, &register_bench_serve,
-      &register_convert,
+      &register_version, &register_logits,        &register_run,     &register_chat,
+      &register_inspect, &register_tokenize,      &register_synth,   &register_quantize,
+      &register_bench,   &register_bench_engine,  &register_serve,   &register_bench_serve,
+      &register_convert, &register_bench_grammar, &register_grammar,
   };
 }
 

@@ -17,6 +17,8 @@
 #include "loader/model_loader.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
+#include "structured/grammar_cache.h"
+#include "structured/token_table.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/utf8.h"
 
@@ -55,6 +57,11 @@ class EngineImpl final : public Engine {
 
   Status add_request(GenerateRequest request, OutputCallback on_output) override {
     PAGODA_RETURN_IF_ERROR(sampling::validate(request.sampling, info_.vocab_size));
+    if (!request.sampling.structured.empty()) {
+      // Compiled here, on the caller's thread (cached; the runner finds it), so a constraint we
+      // cannot enforce is refused with the reason and the step loop never waits for a compile.
+      PAGODA_RETURN_IF_ERROR(grammars_->get(request.sampling.structured).take_status());
+    }
     return core_->add_request(std::move(request), std::move(on_output));
   }
   void abort(const std::string& request_id) override { core_->abort(request_id); }
@@ -74,6 +81,7 @@ class EngineImpl final : public Engine {
   ModelInfo info_;
   std::unique_ptr<tokenizer::ChatTemplate> chat_template_;
   Status chat_template_status_;
+  std::shared_ptr<structured::GrammarCache> grammars_;
   std::unique_ptr<engine::EngineCore> core_;
 };
 
@@ -156,6 +164,9 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   rc.block_size = config.block_size;
   rc.kv_dtype = kv_dtype;
   rc.flash_attention = config.flash_attention;
+  e->grammars_ = std::make_shared<structured::GrammarCache>(
+      structured::TokenTable::create(*e->loaded_.tokenizer, mc.vocab_size));
+  rc.grammars = e->grammars_;
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<runner::ModelRunner> runner,
                           runner::ModelRunner::create(*e->loaded_.model, rc));
   if (config.warm_up) {

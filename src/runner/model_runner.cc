@@ -1,6 +1,7 @@
 #include "runner/model_runner.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace pagoda::runner {
 
@@ -9,8 +10,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
   PAGODA_ASSIGN_OR_RETURN(KvStorage storage,
                           KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
                                             config.block_size, config.kv_dtype));
-  return std::unique_ptr<ModelRunner>(
-      new ModelRunner(model, std::move(storage), config.flash_attention));
+  return std::unique_ptr<ModelRunner>(new ModelRunner(model, std::move(storage), config));
 }
 
 Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
@@ -25,8 +25,45 @@ Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config,
   return static_cast<int64_t>(std::min<uint64_t>(n, uint64_t{1} << 30));
 }
 
-ModelRunner::ModelRunner(model::Model& model, KvStorage storage, bool flash_attention)
-    : model_(model), storage_(std::move(storage)), flash_attention_(flash_attention) {}
+ModelRunner::ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config)
+    : model_(model),
+      storage_(std::move(storage)),
+      flash_attention_(config.flash_attention),
+      grammars_(config.grammars) {}
+
+Result<std::unique_ptr<structured::Matcher>> ModelRunner::make_matcher(
+    const step::ScheduledRequest& entry, std::span<const int32_t> outputs) {
+  if (entry.sampling->structured.empty()) return std::unique_ptr<structured::Matcher>();
+  if (!grammars_) return failed_precondition("structured output is not enabled in this runner");
+  PAGODA_ASSIGN_OR_RETURN(std::shared_ptr<const structured::CompiledGrammar> grammar,
+                          grammars_->get(entry.sampling->structured));
+  auto matcher = std::make_unique<structured::Matcher>(std::move(grammar));
+  for (int32_t token : outputs) {
+    // Replaying what this matcher allowed before (after preemption): cannot fail unless the
+    // engine's history disagrees with ours.
+    PAGODA_RETURN_IF_ERROR(matcher->accept_token(token));
+  }
+  return matcher;
+}
+
+void ModelRunner::apply_mask(structured::Matcher& matcher, std::span<float> logits) {
+  const structured::TokenTable& table = *matcher.grammar().tokens();
+  mask_.resize(table.num_mask_words());
+  matcher.fill_mask(mask_);
+  bool any = false;
+  for (uint64_t w : mask_)
+    any = any || w != 0;
+  if (!any) {
+    // Nothing can continue the text (a vocabulary without the bytes the grammar needs): end.
+    for (int32_t t : table.eog_tokens())
+      mask_[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
+  }
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  for (size_t t = 0; t < logits.size(); ++t) {
+    if (t >= table.vocab_size() * size_t{1} || ((mask_[t / 64] >> (t % 64)) & 1) == 0)
+      logits[t] = kMasked;
+  }
+}
 
 sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
                                             int32_t sample_index,
@@ -79,9 +116,9 @@ Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows)
 
 Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   for (step::RequestId id : plan.preempted_ids)
-    samplers_.erase(id);
+    states_.erase(id);
   for (step::RequestId id : plan.finished_ids)
-    samplers_.erase(id);
+    states_.erase(id);
   for (const kv::BlockCopy& copy : plan.block_copies) {
     if (copy.src <= 0 || copy.dst <= 0 || copy.src >= storage_.num_blocks() ||
         copy.dst >= storage_.num_blocks()) {
@@ -112,37 +149,44 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
 
   step::StepOutput out;
   size_t row = 0;
-  std::vector<float> scratch;
+  std::vector<float> scratch, masked;
   for (const step::ScheduledRequest& entry : plan.requests) {
     if (entry.num_samples <= 0) continue;
     const float* logits = logits_.data() + row * vocab;
     ++row;
-    if (entry.is_new || !samplers_.contains(entry.id)) {
-      const auto& history = entry.history_token_ids;
-      const size_t num_prompt =
-          std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
-      samplers_.insert_or_assign(
-          entry.id, make_sampler(entry, entry.sample_index,
-                                 std::span<const int32_t>(history).subspan(num_prompt)));
+    const auto& history = entry.history_token_ids;
+    const size_t num_prompt =
+        std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
+    const std::span<const int32_t> outputs = std::span<const int32_t>(history).subspan(num_prompt);
+    if (entry.is_new || !states_.contains(entry.id)) {
+      PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<structured::Matcher> matcher,
+                              make_matcher(entry, outputs));
+      states_.insert_or_assign(
+          entry.id,
+          RequestState{make_sampler(entry, entry.sample_index, outputs), std::move(matcher)});
     }
+    RequestState& state = states_.at(entry.id);
     step::SampledTokens sampled;
     sampled.id = entry.id;
+    // Forked children start from the parent's state, so the parent's mask is theirs too.
+    masked.assign(logits, logits + vocab);
+    if (state.matcher) apply_mask(*state.matcher, masked);
     for (int32_t i = 0; i < entry.num_samples; ++i) {
-      scratch.assign(logits, logits + vocab);
+      scratch = masked;
       TokenLogprobs r;
       if (i == 0) {
-        r = samplers_.at(entry.id).sample(scratch);
+        r = state.sampler.sample(scratch);
       } else {
         // A forked child's first token: drawn from the shared row with the child's own stream.
-        const auto& history = entry.history_token_ids;
-        const size_t num_prompt =
-            std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
-        sampling::Sampler child =
-            make_sampler(entry, i, std::span<const int32_t>(history).subspan(num_prompt));
+        sampling::Sampler child = make_sampler(entry, i, outputs);
         r = child.sample(scratch);
       }
       sampled.token_ids.push_back(r.token);
       if (entry.sampling->logprobs >= 0) sampled.logprobs.push_back(std::move(r));
+    }
+    if (state.matcher) {
+      Status accepted = state.matcher->accept_token(sampled.token_ids[0]);
+      if (!accepted.ok()) return accepted.with_context("structured output");
     }
     out.sampled.push_back(std::move(sampled));
   }

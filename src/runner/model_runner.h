@@ -11,6 +11,8 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
+#include "structured/grammar_cache.h"
+#include "structured/matcher.h"
 
 namespace pagoda::runner {
 
@@ -21,6 +23,8 @@ struct RunnerConfig {
   int32_t block_size = 16;
   tensor::DType kv_dtype = tensor::DType::kF16;
   bool flash_attention = false;  // ForwardBatch::flash_attention for every step
+  // Compiled constraints for SamplingParams::structured; null: a constrained request fails.
+  std::shared_ptr<structured::GrammarCache> grammars;
 };
 
 class ModelRunner final : public step::Executor {
@@ -44,20 +48,33 @@ class ModelRunner final : public step::Executor {
   Result<int64_t> warm_up(int32_t num_tokens, int32_t num_logit_rows);
 
   const KvStorage& storage() const { return storage_; }
-  size_t num_sampler_states() const { return samplers_.size(); }
+  size_t num_sampler_states() const { return states_.size(); }
 
  private:
-  ModelRunner(model::Model& model, KvStorage storage, bool flash_attention);
+  // What the runner keeps per running request: its sampler and, when constrained, its matcher.
+  struct RequestState {
+    sampling::Sampler sampler;
+    std::unique_ptr<structured::Matcher> matcher;
+  };
+
+  ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
   // One forward pass over the step buffers (tokens_, positions_, slices_, logit_rows_) into
   // logits_, sized here.
   Status forward_step();
   sampling::Sampler make_sampler(const step::ScheduledRequest& entry, int32_t sample_index,
                                  std::span<const int32_t> outputs) const;
+  // A matcher for the entry's constraint that has accepted `outputs` (null if unconstrained).
+  Result<std::unique_ptr<structured::Matcher>> make_matcher(const step::ScheduledRequest& entry,
+                                                            std::span<const int32_t> outputs);
+  // Masks logits[vocab] to the tokens `matcher` allows (its end tokens if it allows nothing).
+  void apply_mask(structured::Matcher& matcher, std::span<float> logits);
 
   model::Model& model_;
   KvStorage storage_;
   bool flash_attention_;
-  std::unordered_map<step::RequestId, sampling::Sampler> samplers_;
+  std::shared_ptr<structured::GrammarCache> grammars_;
+  std::unordered_map<step::RequestId, RequestState> states_;
+  std::vector<uint64_t> mask_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;
   std::vector<model::SequenceSlice> slices_;

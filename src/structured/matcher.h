@@ -1,0 +1,50 @@
+// Matcher: one request's constraint state over tokens. fill_mask() writes which tokens keep the
+// output a valid prefix of the grammar's language (their bytes, fed to the parser, leave a live
+// thread; end-of-generation tokens only where the grammar may end); accept_token() advances.
+//
+// Masks come mostly from per-lexer-state token sets cached in the CompiledGrammar (a token that
+// stays inside the current lexeme is allowed without asking the parser); only tokens along
+// whose bytes a lexeme may end are run through the parser.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+#include "structured/compiled_grammar.h"
+#include "structured/parser.h"
+
+namespace pagoda::structured {
+
+class Matcher {
+ public:
+  // precondition: grammar->tokens() is set.
+  explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar);
+
+  // Writes the allowed set: bit t of mask (mask[t / 64] >> t % 64) for every token id;
+  // mask.size() >= tokens().num_mask_words(). After the grammar has ended, only EOG tokens.
+  void fill_mask(std::span<uint64_t> mask);
+  // Advances by one token. invalid_argument if the token is not allowed (state unchanged).
+  // An end-of-generation token ends the matcher (is_finished).
+  Status accept_token(int32_t token);
+  // Advances by raw bytes (`pagoda grammar check`); false and no change if they leave the
+  // language.
+  bool accept_bytes(std::string_view bytes);
+
+  bool can_end();
+  bool is_finished() const { return finished_; }
+  const CompiledGrammar& grammar() const { return *grammar_; }
+
+ private:
+  bool token_allowed_from(const Parser::Thread& thread, std::string_view bytes, size_t offset,
+                          LexerState state);
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  std::unique_ptr<Parser> parser_;
+  bool finished_ = false;
+  Parser::Threads a_, b_;
+};
+
+}  // namespace pagoda::structured
