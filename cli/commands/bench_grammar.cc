@@ -102,8 +102,7 @@ void run_schema(const std::filesystem::path& file, const tokenizer::Tokenizer& t
         const auto m0 = Clock::now();
         matcher.fill_mask(mask);
         t.mask_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - m0).count());
-        const bool allowed = (mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1;
-        if (!allowed || !matcher.accept_token(id).ok()) {
+        if (!structured::mask_allows(mask, id) || !matcher.accept_token(id).ok()) {
           accepted = false;
           break;
         }

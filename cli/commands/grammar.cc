@@ -53,9 +53,7 @@ void register_grammar(CLI::App& app, CommandAction& action) {
       for (size_t i = 0; i < ids.size(); ++i) {
         matcher.fill_mask(mask);
         const int32_t t = ids[i];
-        const bool allowed = t >= 0 && static_cast<size_t>(t) / 64 < mask.size() &&
-                             ((mask[static_cast<size_t>(t) / 64] >> (t % 64)) & 1);
-        if (!allowed || !matcher.accept_token(t).ok()) {
+        if (!structured::mask_allows(mask, t) || !matcher.accept_token(t).ok()) {
           out["accepted"] = false;
           out["error"] = "token " + std::to_string(i) + " (id " + std::to_string(t) + ", '" +
                          std::string(cache.tokens()->bytes(t)) + "') is not allowed after '" +

@@ -60,8 +60,7 @@ void ModelRunner::apply_mask(structured::Matcher& matcher, std::span<float> logi
   }
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (size_t t = 0; t < logits.size(); ++t) {
-    if (t >= table.vocab_size() * size_t{1} || ((mask_[t / 64] >> (t % 64)) & 1) == 0)
-      logits[t] = kMasked;
+    if (!structured::mask_allows(mask_, static_cast<int32_t>(t))) logits[t] = kMasked;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "structured/grammar.h"
+#include "tokenizer/utf8.h"
 
 namespace pagoda::structured::json_schema_detail {
 
@@ -28,24 +29,6 @@ constexpr std::string_view kCanonicalCharRegex =
     "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\bfnrt]|\\\\u00(?:0[0-7bef]|1[0-9a-f]))";
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Decodes one UTF-8 code point at s[i] (advancing i); an invalid byte decodes as itself so a
 // malformed input cannot stall the caller (JSON text reaching here is valid UTF-8).
@@ -257,7 +240,7 @@ std::string literal_regex(uint32_t cp) {
     text = json_escape_of(cp);
     return "(?:" + regex_escape(text) + ")";
   }
-  append_utf8(text, cp);
+  tokenizer::utf8::append(text, cp);
   return regex_escape(text);
 }
 

@@ -18,6 +18,12 @@
 
 namespace pagoda::structured {
 
+// Bit `token` of a mask fill_mask wrote (false for ids outside it).
+inline bool mask_allows(std::span<const uint64_t> mask, int32_t token) {
+  const auto word = static_cast<size_t>(token) / 64;
+  return token >= 0 && word < mask.size() && ((mask[word] >> (token % 64)) & 1) != 0;
+}
+
 class Matcher {
  public:
   // precondition: grammar->tokens() is set.

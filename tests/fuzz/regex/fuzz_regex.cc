@@ -13,6 +13,7 @@
 #include "structured/grammar.h"
 #include "structured/regex.h"
 #include "tokenizer/utf8.h"
+#include "unit/structured/regex/nfa_invariants.h"
 
 namespace {
 
@@ -23,63 +24,6 @@ using pagoda::structured::RegexLimits;
 
 void check(bool ok) {
   if (!ok) std::abort();
-}
-
-void check_well_formed(const ByteNfa& nfa) {
-  const size_t n = nfa.states.size();
-  check(nfa.starts.empty() == (n == 0));
-  std::vector<char> reach(n, 0), coreach(n, 0);
-  std::vector<int32_t> stack;
-  for (size_t i = 0; i < nfa.starts.size(); ++i) {
-    const int32_t s = nfa.starts[i];
-    check(s >= 0 && static_cast<size_t>(s) < n);
-    check(i == 0 || nfa.starts[i - 1] < s);
-    reach[static_cast<size_t>(s)] = 1;
-    stack.push_back(s);
-  }
-  std::vector<std::vector<int32_t>> rev(n);
-  for (size_t s = 0; s < n; ++s) {
-    const auto& edges = nfa.states[s].edges;
-    for (size_t k = 0; k < edges.size(); ++k) {
-      const ByteNfa::Edge& e = edges[k];
-      check(e.lo <= e.hi);
-      check(e.target >= 0 && static_cast<size_t>(e.target) < n);
-      if (k > 0) {
-        const ByteNfa::Edge& p = edges[k - 1];
-        check(p.lo < e.lo ||
-              (p.lo == e.lo && (p.hi < e.hi || (p.hi == e.hi && p.target < e.target))));
-      }
-      rev[static_cast<size_t>(e.target)].push_back(static_cast<int32_t>(s));
-    }
-  }
-  while (!stack.empty()) {
-    const auto s = static_cast<size_t>(stack.back());
-    stack.pop_back();
-    for (const ByteNfa::Edge& e : nfa.states[s].edges) {
-      if (!reach[static_cast<size_t>(e.target)]) {
-        reach[static_cast<size_t>(e.target)] = 1;
-        stack.push_back(e.target);
-      }
-    }
-  }
-  for (size_t s = 0; s < n; ++s) {
-    if (nfa.states[s].accepting) {
-      coreach[s] = 1;
-      stack.push_back(static_cast<int32_t>(s));
-    }
-  }
-  while (!stack.empty()) {
-    const auto s = static_cast<size_t>(stack.back());
-    stack.pop_back();
-    for (int32_t p : rev[s]) {
-      if (!coreach[static_cast<size_t>(p)]) {
-        coreach[static_cast<size_t>(p)] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
-  for (size_t s = 0; s < n; ++s)
-    check(reach[s] && coreach[s]);
 }
 
 // A plain set simulation (no reliance on edge order): whether `text` is accepted, and whether the
@@ -153,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(nfa.status().code() == StatusCode::kInvalidArgument);
     check(nfa.status().message().rfind("regex: ", 0) == 0);
   } else {
-    check_well_formed(*nfa);
+    check(pagoda::structured::test::nfa_invariant_violation(*nfa).empty());
     const Sim sim = simulate(*nfa, subject);
     check(nfa->full_match(subject) == sim.accepted);
     if (sim.accepted) {

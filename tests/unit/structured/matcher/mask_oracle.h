@@ -39,8 +39,4 @@ inline std::vector<uint64_t> brute_force_mask(const std::shared_ptr<CompiledGram
   return mask;
 }
 
-inline bool allowed(const std::vector<uint64_t>& mask, int32_t t) {
-  return (mask[static_cast<size_t>(t) / 64] >> (t % 64)) & 1;
-}
-
 }  // namespace pagoda::structured::testing

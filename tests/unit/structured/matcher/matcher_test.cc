@@ -50,12 +50,12 @@ void random_walks(const Grammar& grammar, int num_walks, int max_steps) {
       matcher.fill_mask(mask);
       const std::vector<uint64_t> expected = testing::brute_force_mask(*compiled, prefix);
       for (int32_t t = 0; t < table->vocab_size(); ++t) {
-        ASSERT_EQ(testing::allowed(mask, t), testing::allowed(expected, t))
+        ASSERT_EQ(mask_allows(mask, t), mask_allows(expected, t))
             << "token " << t << " '" << table->bytes(t) << "' after '" << prefix << "'";
       }
       std::vector<int32_t> choices;
       for (int32_t t = 0; t < table->vocab_size(); ++t) {
-        if (testing::allowed(mask, t)) choices.push_back(t);
+        if (mask_allows(mask, t)) choices.push_back(t);
       }
       ASSERT_FALSE(choices.empty()) << prefix;
       // Prefer continuing: end only when nothing else is allowed or by chance late.
@@ -68,7 +68,7 @@ void random_walks(const Grammar& grammar, int num_walks, int max_steps) {
         EXPECT_TRUE(matcher.is_finished());
         matcher.fill_mask(mask);
         for (int32_t t = 0; t < table->vocab_size(); ++t)
-          EXPECT_EQ(testing::allowed(mask, t), t == eos);
+          EXPECT_EQ(mask_allows(mask, t), t == eos);
         break;
       }
       prefix += table->bytes(pick);
@@ -117,7 +117,7 @@ TEST(Matcher, RejectsDisallowedTokensAndKeepsState) {
   std::vector<uint64_t> mask(table->num_mask_words());
   m.fill_mask(mask);
   for (int32_t t = 0; t < table->vocab_size(); ++t)
-    EXPECT_EQ(testing::allowed(mask, t), t == eos) << t;  // only the end is left
+    EXPECT_EQ(mask_allows(mask, t), t == eos) << t;  // only the end is left
   EXPECT_TRUE(m.accept_token(eos).ok());
   EXPECT_TRUE(m.is_finished());
   EXPECT_FALSE(m.accept_token(tok_a).ok());

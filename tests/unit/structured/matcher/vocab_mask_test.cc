@@ -53,14 +53,14 @@ TEST_P(VocabMask, ValidTextIsAllowedTokenByToken) {
     std::string prefix;
     for (size_t i = 0; i < ids.size(); ++i) {
       matcher.fill_mask(mask);
-      ASSERT_TRUE(testing::allowed(mask, ids[i]))
+      ASSERT_TRUE(mask_allows(mask, ids[i]))
           << GetParam() << ": token " << ids[i] << " '" << table->bytes(ids[i]) << "' after '"
           << prefix << "'";
       for (int32_t eog : table->eog_tokens())
-        EXPECT_FALSE(testing::allowed(mask, eog)) << "EOS allowed after '" << prefix << "'";
+        EXPECT_FALSE(mask_allows(mask, eog)) << "EOS allowed after '" << prefix << "'";
       for (int32_t t = 0; t < tok->num_tokens(); ++t) {
         if (tok->is_control(t) && !table->is_eog(t)) {
-          ASSERT_FALSE(testing::allowed(mask, t)) << t;
+          ASSERT_FALSE(mask_allows(mask, t)) << t;
         }
       }
       // The whole mask, against the brute force, at a few points (it is slow).
@@ -73,7 +73,7 @@ TEST_P(VocabMask, ValidTextIsAllowedTokenByToken) {
     }
     matcher.fill_mask(mask);
     ASSERT_FALSE(table->eog_tokens().empty());
-    EXPECT_TRUE(testing::allowed(mask, table->eog_tokens()[0])) << GetParam();
+    EXPECT_TRUE(mask_allows(mask, table->eog_tokens()[0])) << GetParam();
   }
 }
 

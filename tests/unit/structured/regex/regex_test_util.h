@@ -11,6 +11,7 @@
 
 #include "structured/regex.h"
 #include "tokenizer/utf8.h"
+#include "unit/structured/regex/nfa_invariants.h"
 
 namespace pagoda::structured::test {
 
@@ -52,69 +53,7 @@ inline Run run(const ByteNfa& nfa, std::string_view bytes) {
 // Every state is reachable from a start and reaches an accepting state; edges are in range,
 // sorted by (lo, hi, target) with lo <= hi; starts sorted and distinct.
 inline void expect_well_formed(const ByteNfa& nfa, std::string_view pattern) {
-  const size_t n = nfa.states.size();
-  if (nfa.starts.empty()) {
-    EXPECT_EQ(n, 0u) << pattern;
-    return;
-  }
-  std::vector<char> reach(n, 0), coreach(n, 0);
-  std::vector<int32_t> stack;
-  for (size_t i = 0; i < nfa.starts.size(); ++i) {
-    ASSERT_GE(nfa.starts[i], 0);
-    ASSERT_LT(static_cast<size_t>(nfa.starts[i]), n);
-    if (i > 0) {
-      EXPECT_LT(nfa.starts[i - 1], nfa.starts[i]);
-    }
-    reach[static_cast<size_t>(nfa.starts[i])] = 1;
-    stack.push_back(nfa.starts[i]);
-  }
-  std::vector<std::vector<int32_t>> rev(n);
-  for (size_t s = 0; s < n; ++s) {
-    const auto& edges = nfa.states[s].edges;
-    for (size_t k = 0; k < edges.size(); ++k) {
-      const ByteNfa::Edge& e = edges[k];
-      ASSERT_LE(e.lo, e.hi) << pattern;
-      ASSERT_GE(e.target, 0);
-      ASSERT_LT(static_cast<size_t>(e.target), n);
-      rev[static_cast<size_t>(e.target)].push_back(static_cast<int32_t>(s));
-      if (k > 0) {
-        const ByteNfa::Edge& p = edges[k - 1];
-        EXPECT_TRUE(p.lo < e.lo ||
-                    (p.lo == e.lo && (p.hi < e.hi || (p.hi == e.hi && p.target < e.target))))
-            << pattern << " state " << s;
-      }
-    }
-  }
-  while (!stack.empty()) {
-    const auto s = static_cast<size_t>(stack.back());
-    stack.pop_back();
-    for (const ByteNfa::Edge& e : nfa.states[s].edges) {
-      if (!reach[static_cast<size_t>(e.target)]) {
-        reach[static_cast<size_t>(e.target)] = 1;
-        stack.push_back(e.target);
-      }
-    }
-  }
-  for (size_t s = 0; s < n; ++s) {
-    if (nfa.states[s].accepting) {
-      coreach[s] = 1;
-      stack.push_back(static_cast<int32_t>(s));
-    }
-  }
-  while (!stack.empty()) {
-    const auto s = static_cast<size_t>(stack.back());
-    stack.pop_back();
-    for (int32_t p : rev[s]) {
-      if (!coreach[static_cast<size_t>(p)]) {
-        coreach[static_cast<size_t>(p)] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
-  for (size_t s = 0; s < n; ++s) {
-    EXPECT_TRUE(reach[s]) << pattern << ": state " << s << " is unreachable";
-    EXPECT_TRUE(coreach[s]) << pattern << ": state " << s << " cannot reach an accepting state";
-  }
+  EXPECT_EQ(nfa_invariant_violation(nfa), "") << pattern;
 }
 
 }  // namespace pagoda::structured::test
