@@ -60,10 +60,8 @@ Result<std::shared_ptr<CompiledGrammar>> CompiledGrammar::compile(
     if (n.empty_language()) lexeme_productive[l] = 0;
     nfas.push_back(std::move(n));
   }
-  for (size_t r = 0; r < grammar.rules.size(); ++r) {
-    const bool is_split_rule = std::find(empty_rule.begin(), empty_rule.end(),
-                                         static_cast<int32_t>(r)) != empty_rule.end();
-    if (is_split_rule) continue;
+  // The split rules were appended after the input's rules; only they keep the lexeme itself.
+  for (size_t r = 0; r < input.rules.size(); ++r) {
     for (auto& alt : grammar.rules[r].alternatives) {
       for (Symbol& s : alt) {
         if (s.kind == Symbol::Kind::kLexeme && empty_rule[static_cast<size_t>(s.id)] >= 0)

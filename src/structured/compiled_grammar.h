@@ -65,6 +65,7 @@ class CompiledGrammar {
   }
   bool nullable(int32_t rule) const { return nullable_[static_cast<size_t>(rule)] != 0; }
   size_t num_positions() const { return dot_symbol_.size(); }
+  size_t num_rules() const { return rule_alts_.size(); }
 
   const TokenTable* tokens() const { return tokens_.get(); }
   std::mutex& mutex() const { return mutex_; }

@@ -41,8 +41,9 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
       mask[w] |= sets.inside[w];
   }
   for (const Parser::Thread& thread : threads) {
-    // token_sets() may rehash its cache: copy what is needed.
-    const std::vector<LexerTokenSets::Boundary> boundary =
+    // The entry stays put while this loop runs (only token_sets() inserts into or clears the
+    // cache; the parser steps below touch the lexer alone).
+    const std::vector<LexerTokenSets::Boundary>& boundary =
         grammar_->token_sets(thread.lexer).boundary;
     for (const LexerTokenSets::Boundary& b : boundary) {
       if ((mask[static_cast<size_t>(b.token) / 64] >> (b.token % 64)) & 1) continue;

@@ -5,12 +5,7 @@
 namespace pagoda::structured {
 
 Parser::Parser(const CompiledGrammar& grammar) : grammar_(grammar) {
-  size_t num_rules = 0;
-  for (size_t pos = 0; pos < grammar.num_positions(); ++pos)
-    num_rules =
-        std::max(num_rules, static_cast<size_t>(grammar.lhs(static_cast<int32_t>(pos))) + 1);
-  num_rules = std::max(num_rules, static_cast<size_t>(grammar.start_rule()) + 1);
-  predicted_.assign(num_rules, 0);
+  predicted_.assign(grammar.num_rules(), 0);
   std::vector<Item> kernel;
   for (int32_t alt : grammar.alternatives(grammar.start_rule()))
     kernel.push_back(Item{alt, 0});
@@ -19,7 +14,7 @@ Parser::Parser(const CompiledGrammar& grammar) : grammar_(grammar) {
   threads_.push_back(Thread{root, nodes_[root].lexer_start, true});
 }
 
-uint32_t Parser::make_node(std::vector<Item>& kernel) {
+uint32_t Parser::make_node(const std::vector<Item>& kernel) {
   const auto id = static_cast<uint32_t>(nodes_.size());
   Node node;
   node.item_begin = static_cast<uint32_t>(items_.size());
@@ -73,8 +68,7 @@ uint32_t Parser::complete(uint32_t node_id, int32_t lexeme) {
     const Item item = items_[j];
     if (grammar_.dot_symbol(item.pos) == sym) kernel_.push_back(Item{item.pos + 1, item.origin});
   }
-  std::vector<Item> kernel = kernel_;
-  const uint32_t next = make_node(kernel);
+  const uint32_t next = make_node(kernel_);  // make_node never calls complete()
   memo_.emplace(key, next);
   memo_log_.push_back(key);
   return next;

@@ -61,7 +61,7 @@ class Parser {
     bool can_end = false;
   };
 
-  uint32_t make_node(std::vector<Item>& kernel);
+  uint32_t make_node(const std::vector<Item>& kernel);
   // The node after lexeme `lexeme` ends at `node` (memoised).
   uint32_t complete(uint32_t node, int32_t lexeme);
 
