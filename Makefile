@@ -1,7 +1,7 @@
 # pagoda: `make` builds build/bin/pagoda; `make run` serves the bundled model; `make test` runs
 # every test suite (release build, ASan+UBSan unit tests, bounded fuzzing). Each installs its
 # Debian packages when missing.
-.PHONY: all build run test test-release test-asan test-fuzz deps deps-test format clean
+.PHONY: all build pagoda-bin run test test-release test-asan test-fuzz deps deps-test format clean
 
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
@@ -24,11 +24,15 @@ $(BUILD_DIR)/build.ninja:
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Only the `pagoda` binary (and the libraries it links): serving needs no test binaries.
+pagoda-bin: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target pagoda
+
 # A short generation first (proof the model works), then the OpenAI-compatible server on
 # http://127.0.0.1:8000 (HOST/PORT to change; Ctrl-C or SIGTERM stops it after draining).
 HOST ?= 127.0.0.1
 PORT ?= 8000
-run: build
+run: pagoda-bin
 	$(BUILD_DIR)/bin/pagoda run -p "Once upon a time" -n 48
 	@echo
 	exec $(BUILD_DIR)/bin/pagoda serve --host $(HOST) --port $(PORT)
