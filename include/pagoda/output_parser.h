@@ -17,8 +17,8 @@
 namespace pagoda {
 
 enum class ToolCallFormat {
-  kNone,        // no tool-call parsing: everything after the reasoning is content
-  kHermes,      // Hermes 2/3, Qwen2.5, Qwen3: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
+  kNone,    // no tool-call parsing: everything after the reasoning is content
+  kHermes,  // Hermes 2/3, Qwen2.5/3: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
   kLlama3Json,  // Llama 3.1-3.3: [<|python_tag|>]{"name": ..., "parameters": {...}} (several: "; ")
   kMistral,     // Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
 };
@@ -80,7 +80,8 @@ class OutputParser {
 
   // The next piece of output text (any split: a delta may end inside a tag or a UTF-8
   // sequence). Returns what is now certain; text that may still turn out to be a tag or a call
-  // is held back.
+  // is held back, and so is an incomplete UTF-8 sequence at the end of a returned part. What
+  // feed()s and finish() return together does not depend on how the text was split.
   ParsedDelta feed(std::string_view text);
   // The output ended: everything held back is resolved (an unfinished or malformed call
   // becomes content).
