@@ -60,6 +60,16 @@ void GenerationJob::start() {
   const size_t num_prompts = spec_.prompts.size();
   const auto n = static_cast<size_t>(spec_.n);
   choices_.resize(num_prompts * n);
+  if (spec_.endpoint == Endpoint::kChat &&
+      (spec_.tool_format != ToolCallFormat::kNone || spec_.reasoning != ReasoningFormat::kNone)) {
+    for (Choice& c : choices_) {
+      OutputParserOptions po;
+      po.tool_format = spec_.tool_format;
+      po.reasoning = spec_.reasoning;
+      po.id_prefix = make_response_id("call_").substr(0, 29) + "_";
+      c.parser = std::make_unique<OutputParser>(std::move(po));
+    }
+  }
   num_unfinished_ = static_cast<int32_t>(choices_.size());
   request_ids_.resize(num_prompts);
   request_live_.assign(num_prompts, false);
@@ -174,7 +184,19 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
     stream_output(c, static_cast<int32_t>(idx), out);
     if (done_) return;
   } else {
-    c.text += out.text_delta;
+    ParsedDelta parts = split_text(c, out);
+    c.text += parts.content;
+    c.reasoning += parts.reasoning;
+    for (ToolCallDelta& d : parts.tool_calls) {
+      if (d.index < 0) continue;
+      if (static_cast<size_t>(d.index) >= c.tool_calls.size()) {
+        c.tool_calls.resize(static_cast<size_t>(d.index) + 1);
+      }
+      ToolCallResult& call = c.tool_calls[static_cast<size_t>(d.index)];
+      if (!d.id.empty()) call.id = std::move(d.id);
+      if (!d.name.empty()) call.name = std::move(d.name);
+      call.arguments += d.arguments;
+    }
     if (spec_.logprobs) {
       for (TokenLogprobs& lp : out.logprobs)
         c.logprobs.push_back(std::move(lp));
@@ -210,12 +232,17 @@ void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput&
       text = spec_.prompts[static_cast<size_t>(index / spec_.n)].text;
     }
   }
-  text += out.text_delta;
+  ParsedDelta split = split_text(c, out);
+  text += split.content;
   const bool has_logprobs = spec_.logprobs && !out.logprobs.empty();
-  if (!text.empty() || has_logprobs || out.finished) {
+  if (!text.empty() || !split.reasoning.empty() || !split.tool_calls.empty() || has_logprobs ||
+      out.finished) {
     ChunkParts parts;
     parts.index = index;
     parts.text = text;
+    parts.reasoning = split.reasoning;
+    parts.tool_calls = &split.tool_calls;
+    parts.made_tool_calls = c.parser && c.parser->num_tool_calls() > 0;
     parts.logprobs = has_logprobs ? &out.logprobs : nullptr;
     parts.text_offset = c.text_offset;
     parts.finish_reason = out.finished ? c.finish_reason : FinishReason::kNone;
@@ -226,6 +253,23 @@ void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput&
     c.text_offset += static_cast<int64_t>(text.size());
   }
   if (!events.empty()) s->write_stream(std::move(events));
+}
+
+ParsedDelta GenerationJob::split_text(Choice& c, const RequestOutput& out) {
+  if (!c.parser) {
+    ParsedDelta d;
+    d.content = out.text_delta;
+    return d;
+  }
+  ParsedDelta d = c.parser->feed(out.text_delta);
+  if (out.finished) {
+    ParsedDelta rest = c.parser->finish();
+    d.content += rest.content;
+    d.reasoning += rest.reasoning;
+    for (ToolCallDelta& t : rest.tool_calls)
+      d.tool_calls.push_back(std::move(t));
+  }
+  return d;
 }
 
 namespace {
@@ -267,6 +311,8 @@ void GenerationJob::finish_non_streamed() {
     r.index = static_cast<int32_t>(i);
     if (spec_.echo) r.text = spec_.prompts[i / static_cast<size_t>(spec_.n)].text;
     r.text += c.text;
+    r.reasoning = std::move(c.reasoning);
+    r.tool_calls = std::move(c.tool_calls);
     r.logprobs = std::move(c.logprobs);
     r.finish_reason = c.finish_reason;
     r.stop_reason = c.stop_reason;

@@ -49,12 +49,20 @@ class GenerationJob : public ConnectionListener,
     int64_t text_offset = 0;  // streamed completions logprobs: bytes sent so far
     bool started = false;     // streamed: the first chunk (role / echo) went out
     bool finished = false;
+    // Chat with a tool-call or reasoning format: splits the text; non-streamed, its parts
+    // accumulate in text (content), reasoning and tool_calls.
+    std::unique_ptr<OutputParser> parser;
+    std::string reasoning;
+    std::vector<ToolCallResult> tool_calls;
     std::chrono::steady_clock::time_point last_token_time;
   };
 
   void on_output(size_t prompt_index, RequestOutput out);
   void on_queue_timeout();
   void stream_output(Choice& choice, int32_t index, const RequestOutput& out);
+  // The parts of `out`'s text: through the choice's parser if it has one (flushed when `out`
+  // finishes), else all content.
+  ParsedDelta split_text(Choice& choice, const RequestOutput& out);
   void finish_stream();
   void finish_non_streamed();
   // An error before any output: a plain error response. After the stream started: an SSE error

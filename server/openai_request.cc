@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/openai_constraints.h"
+
 namespace pagoda::server {
 
 using nlohmann::json;
@@ -259,12 +261,20 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) 
                                                  "priority",
                                                  "cache_salt",
                                                  "response_format",
+                                                 "guided_json",
+                                                 "guided_regex",
+                                                 "guided_grammar",
+                                                 "guided_choice",
+                                                 "structured_outputs",
+                                                 "grammar",
+                                                 "json_schema",
                                                  "best_of",
                                                  "user",
                                                  "logprobs",
                                                  "add_special_tokens"};
-  static constexpr std::string_view kChat[] = {"messages", "top_logprobs", "max_completion_tokens",
-                                               "tools",    "tool_choice",  "add_generation_prompt"};
+  static constexpr std::string_view kChat[] = {
+      "messages",    "top_logprobs",          "max_completion_tokens", "tools",
+      "tool_choice", "add_generation_prompt", "parallel_tool_calls"};
   static constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
   const auto listed = [](std::span<const std::string_view> names, const std::string& key) {
     return std::find(names.begin(), names.end(), key) != names.end();
@@ -334,17 +344,7 @@ std::optional<ApiError> parse_common(const json& body, const Fields& f, const En
     Fields sf(*so);
     PAGODA_TRY(sf.boolean("include_usage", spec.include_usage));
   }
-  if (const json* rf = f.find("response_format")) {
-    const auto type = rf->is_object() ? rf->find("type") : rf->end();
-    if (!rf->is_object() || type == rf->end() || !type->is_string()) {
-      return bad_request("'response_format' must be an object with a 'type'", "response_format");
-    }
-    if (type->get<std::string>() != "text") {
-      return from_status(unimplemented("response_format '{}' is not supported",
-                                       type->get<std::string>().substr(0, 64)),
-                         "response_format");
-    }
-  }
+  PAGODA_TRY(parse_structured_outputs(body, sp.structured));
   if (const json* bo = f.find("best_of")) {
     int64_t best_of = 0;
     PAGODA_TRY(Fields::to_integer(*bo, "best_of", 1, cfg.max_n, best_of));
@@ -352,7 +352,6 @@ std::optional<ApiError> parse_common(const json& body, const Fields& f, const En
       return from_status(unimplemented("best_of other than n is not supported"), "best_of");
     }
   }
-  (void)body;
   return std::nullopt;
 }
 
@@ -398,6 +397,8 @@ std::optional<ApiError> resolve_max_tokens(const Fields& f, Endpoint endpoint,
   return std::nullopt;
 }
 
+constexpr int32_t kMaxArgumentsDepth = 64;
+
 // Flattens a message's content to the string form chat templates expect: a string stays, null
 // stays, a list of {"type": "text", "text": ...} parts is joined with newlines.
 std::optional<ApiError> normalize_message(const json& in, size_t index, json& out) {
@@ -408,6 +409,40 @@ std::optional<ApiError> normalize_message(const json& in, size_t index, json& ou
     return bad_request(param + ".role must be a non-empty string", param + ".role");
   }
   out = in;
+  // Assistant tool calls: OpenAI sends each call's arguments as a JSON string; chat templates
+  // (Qwen2.5, Llama 3.1, Mistral) render them with `| tojson` and expect the object, as vLLM
+  // hands it to them.
+  if (const auto calls = in.find("tool_calls"); calls != in.end() && !calls->is_null()) {
+    if (!calls->is_array()) {
+      return bad_request(param + ".tool_calls must be a list", param + ".tool_calls");
+    }
+    for (size_t k = 0; k < calls->size(); ++k) {
+      const json& call = (*calls)[k];
+      const std::string cparam = fmt::format("{}.tool_calls[{}]", param, k);
+      const auto fn = call.is_object() ? call.find("function") : call.end();
+      if (fn == call.end() || !fn->is_object() || !fn->contains("name") ||
+          !(*fn)["name"].is_string()) {
+        return bad_request(cparam +
+                               " must be {\"id\", \"type\": \"function\", \"function\": "
+                               "{\"name\", \"arguments\"}}",
+                           cparam);
+      }
+      const auto args = fn->find("arguments");
+      if (args != fn->end() && args->is_string()) {
+        if (json_nesting_depth(args->get_ref<const std::string&>(), kMaxArgumentsDepth) >
+            kMaxArgumentsDepth) {
+          return bad_request(cparam + ".function.arguments nests too deep",
+                             cparam + ".function.arguments");
+        }
+        json parsed = json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+        if (parsed.is_discarded()) {
+          return bad_request(cparam + ".function.arguments must be a JSON text",
+                             cparam + ".function.arguments");
+        }
+        out["tool_calls"][k]["function"]["arguments"] = std::move(parsed);
+      }
+    }
+  }
   const auto content = in.find("content");
   if (content == in.end() || content->is_null() || content->is_string()) return std::nullopt;
   if (!content->is_array()) {
@@ -432,8 +467,8 @@ std::optional<ApiError> normalize_message(const json& in, size_t index, json& ou
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_chat_prompt(const Fields& f, const Engine& engine,
-                                          GenerationSpec& spec) {
+std::optional<ApiError> parse_chat_prompt(const json& body, const Fields& f, const Engine& engine,
+                                          ToolCallFormat tool_format, GenerationSpec& spec) {
   const json* messages = f.find("messages");
   if (!messages) return bad_request("'messages' is required", "messages");
   if (!messages->is_array() || messages->empty()) {
@@ -445,21 +480,23 @@ std::optional<ApiError> parse_chat_prompt(const Fields& f, const Engine& engine,
     PAGODA_TRY(normalize_message((*messages)[i], i, m));
     normalized.push_back(std::move(m));
   }
-  std::string tools_json;
-  if (const json* tools = f.find("tools")) {
-    if (!tools->is_array()) return bad_request("'tools' must be a list", "tools");
-    bool pass_tools = true;
-    if (const json* choice = f.find("tool_choice")) {
-      if (choice->is_string() && choice->get<std::string>() == "none") {
-        pass_tools = false;
-      } else if (!(choice->is_string() && choice->get<std::string>() == "auto")) {
-        return from_status(
-            unimplemented("tool_choice other than 'auto' or 'none' is not supported"),
-            "tool_choice");
-      }
-    }
-    if (pass_tools && !tools->empty()) tools_json = tools->dump();
+  ToolRequest tools;
+  PAGODA_TRY(parse_tools(body, tool_format, tools));
+  if (!tools.constraint.empty() && !tools.constraint.trigger.empty() &&
+      !spec.sampling.structured.empty()) {
+    tools.constraint = StructuredOutputs();  // auto: an explicit response format wins
   }
+  if (!tools.constraint.empty()) {
+    if (!spec.sampling.structured.empty()) {
+      return bad_request(
+          "'tool_choice' requires a tool call, which a structured-output field "
+          "(response_format, guided_*, ...) cannot also constrain",
+          "tool_choice");
+    }
+    spec.sampling.structured = std::move(tools.constraint);
+  }
+  spec.tool_format = tools.format;
+  const std::string& tools_json = tools.tools_json;
   bool add_generation_prompt = true;
   bool add_special_tokens = false;
   PAGODA_TRY(f.boolean("add_generation_prompt", add_generation_prompt));
@@ -555,7 +592,23 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
     if (f.find("top_logprobs") && !spec.logprobs) {
       return bad_request("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
     }
-    PAGODA_TRY(parse_chat_prompt(f, engine, spec));
+    const ToolCallFormat tool_format =
+        cfg.tool_call_format ? *cfg.tool_call_format
+                             : detect_tool_call_format(engine.model_info().chat_template);
+    PAGODA_TRY(parse_chat_prompt(j, f, engine, tool_format, spec));
+    spec.reasoning = cfg.reasoning_format;
+    // A reasoning model thinks first: the constraint applies to the answer after "</think>".
+    StructuredOutputs& so = spec.sampling.structured;
+    if (spec.reasoning != ReasoningFormat::kNone && !so.empty() && so.trigger.empty()) {
+      so.trigger = "</think>";
+    }
+    // Llama 3's <|python_tag|> and Mistral's [TOOL_CALLS] are special tokens: the parser needs
+    // their text unless the client chose otherwise.
+    if ((spec.tool_format == ToolCallFormat::kLlama3Json ||
+         spec.tool_format == ToolCallFormat::kMistral) &&
+        !f.find("skip_special_tokens")) {
+      spec.skip_special_tokens = false;
+    }
   } else {
     if (const json* lp = f.find("logprobs")) {
       int64_t k = 0;

@@ -1,8 +1,9 @@
 // Parsing and validating the bodies of POST /v1/chat/completions and /v1/completions into a
 // GenerationSpec: tokenized prompts plus the engine's SamplingParams / StopConditions. Every
-// rejection is an ApiError (400) naming the field in `param`; unknown fields are ignored, null
+// rejection is an ApiError (400) naming the field in `param`; unknown fields are refused, null
 // fields count as absent (like OpenAI). Chat messages go through the model's chat template
-// (tools are handed to it); text prompts through the model's tokenizer.
+// (tools are handed to it); text prompts through the model's tokenizer. Structured-output and
+// tool fields: openai_constraints.h.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "pagoda/engine.h"
+#include "pagoda/output_parser.h"
 #include "server/api_error.h"
 #include "server/server_config.h"
 
@@ -41,6 +43,10 @@ struct GenerationSpec {
   bool echo = false;  // completions: prepend the prompt text to each choice
   bool skip_special_tokens = true;
   std::string cache_salt;
+  // Chat: how the output is split (OutputParser): tool calls in this format when the request
+  // has tools (and tool_choice is not none), reasoning per the server's --reasoning-parser.
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  ReasoningFormat reasoning = ReasoningFormat::kNone;
 };
 
 // Reads the JSON body of `endpoint` for `engine`'s model. Returns an ApiError for a body that is

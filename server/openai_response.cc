@@ -74,9 +74,23 @@ json usage_json(const UsageTotals& u) {
               {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
-json finish_json(FinishReason reason) {
+json finish_json(FinishReason reason, bool made_tool_calls = false) {
   if (reason == FinishReason::kNone) return nullptr;
+  if (made_tool_calls && reason == FinishReason::kStop) return "tool_calls";
   return std::string(to_string(reason));
+}
+
+json tool_call_delta_json(const ToolCallDelta& d) {
+  json fn = json::object();
+  if (!d.name.empty()) fn["name"] = d.name;
+  fn["arguments"] = d.arguments;
+  json j = {{"index", d.index}};
+  if (!d.id.empty()) {
+    j["id"] = d.id;
+    j["type"] = "function";
+  }
+  j["function"] = std::move(fn);
+  return j;
 }
 
 json stop_reason_json(std::string_view stop_reason, std::optional<int32_t> stop_token_id,
@@ -105,10 +119,25 @@ std::string full_response_json(const ResponseMeta& meta, const std::vector<Choic
   for (const ChoiceResult& c : choices) {
     json choice = {
         {"index", c.index},
-        {"finish_reason", finish_json(c.finish_reason)},
+        {"finish_reason", finish_json(c.finish_reason, !c.tool_calls.empty())},
         {"stop_reason", stop_reason_json(c.stop_reason, c.stop_token_id, c.finish_reason)}};
     if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      json message = {{"role", "assistant"},
+                      {"content", c.text.empty() && (!c.tool_calls.empty() || !c.reasoning.empty())
+                                      ? json(nullptr)
+                                      : json(c.text)},
+                      {"refusal", nullptr}};
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        json calls = json::array();
+        for (const ToolCallResult& t : c.tool_calls) {
+          calls.push_back({{"id", t.id},
+                           {"type", "function"},
+                           {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+        }
+        message["tool_calls"] = std::move(calls);
+      }
+      choice["message"] = std::move(message);
       choice["logprobs"] = meta.logprobs ? chat_logprobs(c.logprobs, token_text) : json(nullptr);
     } else {
       choice["text"] = c.text;
@@ -128,7 +157,8 @@ std::string full_response_json(const ResponseMeta& meta, const std::vector<Choic
 
 std::string chunk_json(const ResponseMeta& meta, const ChunkParts& p, const TokenText& token_text) {
   const bool chat = meta.endpoint == Endpoint::kChat;
-  json choice = {{"index", p.index}, {"finish_reason", finish_json(p.finish_reason)}};
+  json choice = {{"index", p.index},
+                 {"finish_reason", finish_json(p.finish_reason, p.made_tool_calls)}};
   if (p.finish_reason != FinishReason::kNone) {
     choice["stop_reason"] = stop_reason_json(p.stop_reason, p.stop_token_id, p.finish_reason);
   }
@@ -137,6 +167,13 @@ std::string chunk_json(const ResponseMeta& meta, const ChunkParts& p, const Toke
     json delta = json::object();
     if (p.role) delta["role"] = "assistant";
     if (p.role || !p.text.empty()) delta["content"] = std::string(p.text);
+    if (!p.reasoning.empty()) delta["reasoning_content"] = std::string(p.reasoning);
+    if (p.tool_calls != nullptr && !p.tool_calls->empty()) {
+      json calls = json::array();
+      for (const ToolCallDelta& d : *p.tool_calls)
+        calls.push_back(tool_call_delta_json(d));
+      delta["tool_calls"] = std::move(calls);
+    }
     choice["delta"] = std::move(delta);
     choice["logprobs"] = has_logprobs ? chat_logprobs(*p.logprobs, token_text) : json(nullptr);
   } else {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pagoda/engine.h"
+#include "pagoda/output_parser.h"
 #include "server/openai_request.h"
 
 namespace pagoda::server {
@@ -27,10 +28,21 @@ struct ResponseMeta {
   bool logprobs = false;
 };
 
-// One finished choice of a non-streamed response.
+// A tool call of a non-streamed chat response (arguments: JSON text).
+struct ToolCallResult {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
+// One finished choice of a non-streamed response. A chat choice with tool calls has
+// finish_reason "tool_calls" (when the engine's reason is stop) and null content when it has no
+// text; reasoning (a reasoning parser's output) is message.reasoning_content.
 struct ChoiceResult {
   int32_t index = 0;
   std::string text;
+  std::string reasoning;
+  std::vector<ToolCallResult> tool_calls;
   std::vector<TokenLogprobs> logprobs;  // one per generated token when requested
   FinishReason finish_reason = FinishReason::kNone;
   std::string stop_reason;
@@ -51,12 +63,17 @@ std::string full_response_json(const ResponseMeta& meta, const std::vector<Choic
                                const UsageTotals& usage, const TokenText& token_text);
 
 // One streamed chunk for choice `index`: optional role (chat's first chunk), text delta,
-// logprobs of the delta's tokens (text_offset counts from `text_offset`, completions only), and
-// the finish reason on the last chunk. `usage_null` adds "usage": null (include_usage streams).
+// reasoning and tool-call deltas (chat), logprobs of the delta's tokens (text_offset counts from
+// `text_offset`, completions only), and the finish reason on the last chunk ("tool_calls" when
+// `made_tool_calls` and the reason is stop). `usage_null` adds "usage": null (include_usage
+// streams).
 struct ChunkParts {
   int32_t index = 0;
   bool role = false;
   std::string_view text;
+  std::string_view reasoning;
+  const std::vector<ToolCallDelta>* tool_calls = nullptr;
+  bool made_tool_calls = false;
   const std::vector<TokenLogprobs>* logprobs = nullptr;
   int64_t text_offset = 0;
   FinishReason finish_reason = FinishReason::kNone;

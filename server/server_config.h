@@ -5,7 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "pagoda/output_parser.h"
 
 namespace pagoda::server {
 
@@ -50,6 +53,12 @@ struct ServerConfig {
   int32_t max_logit_bias = 1024;
   int32_t max_batch_prompts = 64;  // prompts in one /v1/completions request
   int32_t max_json_depth = 64;
+
+  // How chat outputs are split into content / reasoning_content / tool_calls: the tool-call
+  // format (nullopt: detected from the model's chat template, detect_tool_call_format) and the
+  // reasoning format (--reasoning-parser; none by default).
+  std::optional<ToolCallFormat> tool_call_format;
+  ReasoningFormat reasoning_format = ReasoningFormat::kNone;
 };
 
 }  // namespace pagoda::server

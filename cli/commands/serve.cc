@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <spdlog/spdlog.h>
 
 #include "cli/commands/commands.h"
 #include "pagoda/engine.h"
+#include "pagoda/output_parser.h"
 #include "server/http_server.h"
 #include "server/server_config.h"
 
@@ -33,6 +36,9 @@ struct ServeOpts {
   std::string max_header = "64KiB";
   std::string max_write_buffer = "4MiB";
   std::string log_level = "info";
+  std::string tool_call_parser = "auto";
+  std::string reasoning_parser = "none";
+  std::string chat_template_file;
 };
 
 // "2GiB", "512MiB", "1.5GB", "4096" -> bytes. 0 on error (ok = false).
@@ -93,7 +99,29 @@ int run_serve(ServeOpts o) {
     }
   }
   ec.enable_prefix_caching = o.prefix_caching;
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) {
+      return fail("--chat-template: cannot read '" + o.chat_template_file + "'");
+    }
+    ec.chat_template = text.str();
+  }
   server::ServerConfig& sc = o.server;
+  if (o.tool_call_parser != "auto") {
+    sc.tool_call_format = tool_call_format_from_name(o.tool_call_parser);
+    if (!sc.tool_call_format) {
+      return fail("--tool-call-parser: expected auto, hermes, llama3_json, mistral or none, got '" +
+                  o.tool_call_parser + "'");
+    }
+  }
+  if (auto r = reasoning_format_from_name(o.reasoning_parser)) {
+    sc.reasoning_format = *r;
+  } else {
+    return fail("--reasoning-parser: expected none, deepseek_r1 or qwen3, got '" +
+                o.reasoning_parser + "'");
+  }
   {
     bool ok = false;
     sc.max_body_bytes = parse_size(o.max_body, ok);
@@ -210,6 +238,15 @@ void register_serve(CLI::App& app, CommandAction& action) {
   cmd->add_option("--max-logprobs", o.server.max_logprobs, "Largest top_logprobs / logprobs")
       ->capture_default_str();
   cmd->add_option("--log-level", o.log_level, "trace | debug | info | warn | error")
+      ->capture_default_str();
+  cmd->add_option("--chat-template", o.chat_template_file,
+                  "A Jinja chat template file used instead of the model's");
+  cmd->add_option("--tool-call-parser", o.tool_call_parser,
+                  "Tool-call format of the model's output: auto (from the chat template) | hermes "
+                  "| llama3_json | mistral | none")
+      ->capture_default_str();
+  cmd->add_option("--reasoning-parser", o.reasoning_parser,
+                  "Split <think>...</think> into reasoning_content: none | deepseek_r1 | qwen3")
       ->capture_default_str();
   cmd->callback([&action, opts] { action = [opts] { return run_serve(*opts); }; });
 }

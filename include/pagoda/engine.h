@@ -47,6 +47,9 @@ struct EngineConfig {
   bool warm_up = true;
   std::string scheduling_policy = "fcfs";  // fcfs | priority (GenerateRequest::priority)
   std::string served_model_name;           // ModelInfo::id; "" = the model file's stem
+  // A Jinja chat template (the text) used instead of the model's own; create() fails if it does
+  // not parse. "" = the model's template.
+  std::string chat_template;
 };
 
 struct StopConditions {

@@ -27,6 +27,14 @@ struct StructuredOutputs {
   Kind kind = Kind::kNone;
   std::string spec;
   std::vector<std::string> choices;
+  // Lazy activation. When `trigger` is set the output is free text until the trigger appears in
+  // it; the constraint then applies to the text after the trigger (leading whitespace allowed):
+  // to the end of the output, or, with repeat_trigger, until the constraint's text is complete,
+  // after which the output is free again until the next trigger. The first is a schema after a
+  // reasoning model's "</think>"; the second tool calls the model may or may not make
+  // (tool_choice auto: trigger "<tool_call>", kind kToolCalls with mode "auto").
+  std::string trigger;
+  bool repeat_trigger = false;
 
   bool empty() const { return kind == Kind::kNone; }
   bool operator==(const StructuredOutputs&) const = default;

@@ -214,7 +214,8 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   info.architecture = mc.arch;
   info.context_length = max_model_len;
   info.vocab_size = mc.vocab_size;
-  info.chat_template = e->loaded_.chat_template;
+  info.chat_template =
+      config.chat_template.empty() ? e->loaded_.chat_template : config.chat_template;
   info.bos_token = token_text(tok, tok.vocab().bos_id);
   info.eos_token = token_text(tok, tok.vocab().eos_id);
   if (info.chat_template.empty()) {
@@ -223,6 +224,8 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     auto parsed = tokenizer::ChatTemplate::parse(info.chat_template);
     if (parsed.ok()) {
       e->chat_template_ = std::move(parsed).value();
+    } else if (!config.chat_template.empty()) {
+      return parsed.status().with_context("the chat template given in EngineConfig");
     } else {
       e->chat_template_status_ = parsed.status().with_context("the model's chat template");
       PAGODA_LOG_WARN("{}", e->chat_template_status_.message());

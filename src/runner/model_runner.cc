@@ -31,25 +31,27 @@ ModelRunner::ModelRunner(model::Model& model, KvStorage storage, const RunnerCon
       flash_attention_(config.flash_attention),
       grammars_(config.grammars) {}
 
-Result<std::unique_ptr<structured::Matcher>> ModelRunner::make_matcher(
+Result<std::unique_ptr<structured::Constraint>> ModelRunner::make_constraint(
     const step::ScheduledRequest& entry, std::span<const int32_t> outputs) {
-  if (entry.sampling->structured.empty()) return std::unique_ptr<structured::Matcher>();
+  const StructuredOutputs& spec = entry.sampling->structured;
+  if (spec.empty()) return std::unique_ptr<structured::Constraint>();
   if (!grammars_) return failed_precondition("structured output is not enabled in this runner");
   PAGODA_ASSIGN_OR_RETURN(std::shared_ptr<const structured::CompiledGrammar> grammar,
-                          grammars_->get(entry.sampling->structured));
-  auto matcher = std::make_unique<structured::Matcher>(std::move(grammar));
+                          grammars_->get(spec));
+  auto constraint = std::make_unique<structured::Constraint>(std::move(grammar), spec.trigger,
+                                                             spec.repeat_trigger);
   for (int32_t token : outputs) {
-    // Replaying what this matcher allowed before (after preemption): cannot fail unless the
+    // Replaying what this constraint allowed before (after preemption): cannot fail unless the
     // engine's history disagrees with ours.
-    PAGODA_RETURN_IF_ERROR(matcher->accept_token(token));
+    PAGODA_RETURN_IF_ERROR(constraint->accept_token(token));
   }
-  return matcher;
+  return constraint;
 }
 
-void ModelRunner::apply_mask(structured::Matcher& matcher, std::span<float> logits) {
-  const structured::TokenTable& table = *matcher.grammar().tokens();
+void ModelRunner::apply_mask(structured::Constraint& constraint, std::span<float> logits) {
+  const structured::TokenTable& table = *constraint.grammar().tokens();
   mask_.resize(table.num_mask_words());
-  matcher.fill_mask(mask_);
+  if (!constraint.fill_mask(mask_)) return;
   bool any = false;
   for (uint64_t w : mask_)
     any = any || w != 0;
@@ -158,18 +160,18 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
         std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
     const std::span<const int32_t> outputs = std::span<const int32_t>(history).subspan(num_prompt);
     if (entry.is_new || !states_.contains(entry.id)) {
-      PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<structured::Matcher> matcher,
-                              make_matcher(entry, outputs));
+      PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<structured::Constraint> constraint,
+                              make_constraint(entry, outputs));
       states_.insert_or_assign(
           entry.id,
-          RequestState{make_sampler(entry, entry.sample_index, outputs), std::move(matcher)});
+          RequestState{make_sampler(entry, entry.sample_index, outputs), std::move(constraint)});
     }
     RequestState& state = states_.at(entry.id);
     step::SampledTokens sampled;
     sampled.id = entry.id;
     // Forked children start from the parent's state, so the parent's mask is theirs too.
     masked.assign(logits, logits + vocab);
-    if (state.matcher) apply_mask(*state.matcher, masked);
+    if (state.constraint) apply_mask(*state.constraint, masked);
     for (int32_t i = 0; i < entry.num_samples; ++i) {
       scratch = masked;
       TokenLogprobs r;
@@ -183,8 +185,8 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       sampled.token_ids.push_back(r.token);
       if (entry.sampling->logprobs >= 0) sampled.logprobs.push_back(std::move(r));
     }
-    if (state.matcher) {
-      Status accepted = state.matcher->accept_token(sampled.token_ids[0]);
+    if (state.constraint) {
+      Status accepted = state.constraint->accept_token(sampled.token_ids[0]);
       if (!accepted.ok()) return accepted.with_context("structured output");
     }
     out.sampled.push_back(std::move(sampled));

@@ -11,8 +11,8 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
+#include "structured/constraint.h"
 #include "structured/grammar_cache.h"
-#include "structured/matcher.h"
 
 namespace pagoda::runner {
 
@@ -51,10 +51,10 @@ class ModelRunner final : public step::Executor {
   size_t num_sampler_states() const { return states_.size(); }
 
  private:
-  // What the runner keeps per running request: its sampler and, when constrained, its matcher.
+  // What the runner keeps per running request: its sampler and, when constrained, its constraint.
   struct RequestState {
     sampling::Sampler sampler;
-    std::unique_ptr<structured::Matcher> matcher;
+    std::unique_ptr<structured::Constraint> constraint;
   };
 
   ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
@@ -63,11 +63,12 @@ class ModelRunner final : public step::Executor {
   Status forward_step();
   sampling::Sampler make_sampler(const step::ScheduledRequest& entry, int32_t sample_index,
                                  std::span<const int32_t> outputs) const;
-  // A matcher for the entry's constraint that has accepted `outputs` (null if unconstrained).
-  Result<std::unique_ptr<structured::Matcher>> make_matcher(const step::ScheduledRequest& entry,
-                                                            std::span<const int32_t> outputs);
-  // Masks logits[vocab] to the tokens `matcher` allows (its end tokens if it allows nothing).
-  void apply_mask(structured::Matcher& matcher, std::span<float> logits);
+  // The entry's constraint, having accepted `outputs` (null if unconstrained).
+  Result<std::unique_ptr<structured::Constraint>> make_constraint(
+      const step::ScheduledRequest& entry, std::span<const int32_t> outputs);
+  // Masks logits[vocab] to the tokens `constraint` allows (its end tokens if it allows nothing;
+  // nothing while it is inactive, before its trigger).
+  void apply_mask(structured::Constraint& constraint, std::span<float> logits);
 
   model::Model& model_;
   KvStorage storage_;

@@ -6,7 +6,9 @@
 
 namespace pagoda::structured {
 
-Result<Grammar> build_grammar(const StructuredOutputs& spec) {
+namespace {
+
+Result<Grammar> build_constraint_grammar(const StructuredOutputs& spec) {
   using Kind = StructuredOutputs::Kind;
   switch (spec.kind) {
     case Kind::kJsonSchema:
@@ -27,6 +29,19 @@ Result<Grammar> build_grammar(const StructuredOutputs& spec) {
   return invalid_argument("structured output: no constraint given");
 }
 
+}  // namespace
+
+Result<Grammar> build_grammar(const StructuredOutputs& spec) {
+  PAGODA_ASSIGN_OR_RETURN(Grammar grammar, build_constraint_grammar(spec));
+  if (spec.trigger.empty() || spec.repeat_trigger) return grammar;
+  // After a trigger (a reasoning model's "</think>"), the answer may start after whitespace.
+  GrammarBuilder b;
+  const Symbol body = b.embed(grammar);
+  const int32_t start = b.add_rule("after_trigger");
+  b.add_alternative(start, {b.lexeme("[ \\t\\n\\r]{0,16}"), body});
+  return std::move(b).build(start);
+}
+
 GrammarCache::GrammarCache(std::shared_ptr<const TokenTable> tokens, size_t capacity)
     : tokens_(std::move(tokens)), capacity_(std::max<size_t>(capacity, 1)) {}
 
@@ -39,6 +54,11 @@ std::string GrammarCache::key(const StructuredOutputs& spec) {
     k += std::to_string(c.size());
     k += ':';
     k += c;
+  }
+  if (!spec.trigger.empty()) {
+    k += '\0';
+    k += spec.repeat_trigger ? "repeat:" : "once:";
+    k += spec.trigger;
   }
   return k;
 }

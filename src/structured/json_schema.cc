@@ -179,9 +179,37 @@ std::optional<Kw> keyword_kind(std::string_view k) {
       {"exclusiveMaximum", Kw::kNumber},
       {"multipleOf", Kw::kNumber},
   };
+  // Validation keywords of some JSON Schema draft that the grammar does not enforce: refused
+  // (a schema using one would otherwise be accepted and its constraint ignored).
+  static const std::unordered_set<std::string_view> kUnsupported = {"not",
+                                                                    "if",
+                                                                    "then",
+                                                                    "else",
+                                                                    "patternProperties",
+                                                                    "propertyNames",
+                                                                    "dependencies",
+                                                                    "dependentRequired",
+                                                                    "dependentSchemas",
+                                                                    "contains",
+                                                                    "minContains",
+                                                                    "maxContains",
+                                                                    "unevaluatedProperties",
+                                                                    "unevaluatedItems",
+                                                                    "$dynamicRef",
+                                                                    "$recursiveRef",
+                                                                    "$dynamicAnchor",
+                                                                    "$recursiveAnchor",
+                                                                    "$anchor",
+                                                                    "extends",
+                                                                    "disallow",
+                                                                    "divisibleBy",
+                                                                    "contentSchema"};
   auto it = kTable.find(k);
-  if (it == kTable.end()) return std::nullopt;
-  return it->second;
+  if (it != kTable.end()) return it->second;
+  if (kUnsupported.count(k) != 0) return std::nullopt;
+  // Any other keyword ("id" of draft 4, "x-..." extensions, "example", editor hints) validates
+  // nothing: an annotation, as JSON Schema 2020-12 (section 4.3.1) and validators treat it.
+  return Kw::kAnnotation;
 }
 
 std::string shorten(std::string_view s) {
@@ -307,10 +335,7 @@ void Seq::append(const Seq& other) {
 }
 
 Compiler::Compiler(const JsonSchemaOptions& options, const Json* root)
-    : options_(options), root_(root) {
-  if (options.flexible_whitespace && options.max_whitespace > 0)
-    ws_ = fmt::format("[ \\t\\n\\r]{{0,{}}}", std::min(options.max_whitespace, 1024));
-}
+    : options_(options), root_(root), ws_(json_whitespace_regex(options)) {}
 
 std::string Compiler::key(std::string_view name) const {
   return regex_escape(json_string_text(name)) + colon();
@@ -783,6 +808,11 @@ Grammar Compiler::any_object_grammar() && {
 
 using json_schema_detail::Compiler;
 using json_schema_detail::Json;
+
+std::string json_whitespace_regex(const JsonSchemaOptions& options) {
+  if (!options.flexible_whitespace || options.max_whitespace <= 0) return "";
+  return fmt::format("( |\\r?\\n[ \\t]{{0,{}}})?", std::min(options.max_whitespace, 1024));
+}
 
 Result<Grammar> compile_json_schema(std::string_view schema, const JsonSchemaOptions& options) {
   if (options.max_whitespace < 0 || options.max_whitespace > 1024) {

@@ -63,14 +63,19 @@
 namespace pagoda::structured {
 
 struct JsonSchemaOptions {
-  // Whitespace the output may use between tokens: none (compact, `{"a":1}`) or flexible
-  // (a bounded run of space/newline/tab, as models like to indent).
+  // Whitespace the output may use between tokens: none (compact, `{"a":1}`) or flexible: one
+  // space, or one newline (\n or \r\n) followed by up to max_whitespace spaces/tabs of indentation
+  // (what json.dumps writes with or without indent, and what llama.cpp's JSON grammars allow).
+  // Never longer runs: a weak model would spend its tokens on them.
   bool flexible_whitespace = true;
-  int32_t max_whitespace = 16;  // bytes per run when flexible
+  int32_t max_whitespace = 16;  // indentation bytes after a newline when flexible
   // additionalProperties when the schema does not say: false forbids unknown keys (what strict
   // OpenAI structured outputs do), true allows any (the JSON Schema default).
   bool default_additional_properties = false;
 };
+
+// The regex of the whitespace allowed between JSON tokens ("" = none).
+std::string json_whitespace_regex(const JsonSchemaOptions& options);
 
 // `schema` is the schema as JSON text. The grammar's start rule derives exactly the JSON values
 // the schema accepts (serialised with the options' whitespace), up to the refusals above.

@@ -31,6 +31,7 @@ struct Spec {
   std::vector<Tool> tools;
   std::optional<std::string> named;
   bool parallel = false;
+  bool after_trigger = false;  // mode "auto": one call's text after its opening tag
 };
 
 Status check_keys(const Json& object, std::initializer_list<std::string_view> allowed,
@@ -75,10 +76,19 @@ Result<Spec> parse_spec(std::string_view text, const JsonSchemaOptions& options)
     if (name == nullptr || !name->is_string())
       return invalid_argument("tool_calls: mode 'named' needs 'name', the function to call");
     out.named = name->get<std::string>();
+  } else if (mode == "auto") {
+    if (out.format != "hermes") {
+      return invalid_argument(
+          "tool_calls: mode 'auto' needs a format whose calls open with a tag "
+          "(hermes), not '{}'",
+          out.format);
+    }
+    out.after_trigger = true;
   } else if (mode != "required") {
-    return invalid_argument("tool_calls: mode '{}' is not supported (required, named)",
+    return invalid_argument("tool_calls: mode '{}' is not supported (required, named, auto)",
                             mode.size() <= 64 ? mode : mode.substr(0, 64) + "...");
-  } else if (name != nullptr) {
+  }
+  if (mode != "named" && name != nullptr) {
     return invalid_argument("tool_calls: 'name' is only for mode 'named'");
   }
   if (const Json* p = find_key(spec, "parallel"); p != nullptr) {
@@ -137,16 +147,16 @@ Result<Spec> parse_spec(std::string_view text, const JsonSchemaOptions& options)
 
 Result<Grammar> build(const Spec& spec, const JsonSchemaOptions& options) {
   GrammarBuilder b;
-  const bool flexible = options.flexible_whitespace && options.max_whitespace > 0;
-  const std::string ws =
-      flexible ? fmt::format("[ \\t\\n\\r]{{0,{}}}", std::min(options.max_whitespace, 1024)) : "";
+  const std::string ws = json_whitespace_regex(options);
+  const bool flexible = !ws.empty();
   // Separators inside the envelope: flexible whitespace, or json.dumps's ", " and ": ".
   const std::string colon = flexible ? ws + ":" + ws : ": ";
   const std::string comma = flexible ? ws + "," + ws : ", ";
   const std::string args_key = spec.format == "llama3_json" ? "parameters" : "arguments";
   std::string before, after;  // around each call's JSON object
   if (spec.format == "hermes") {
-    before = regex_escape("<tool_call>\n");
+    // Mode auto: the text after the "<tool_call>" that activated the constraint.
+    before = regex_escape(spec.after_trigger ? "\n" : "<tool_call>\n");
     after = regex_escape("\n</tool_call>");
   }
   const int32_t call = b.add_rule("tool_call");
@@ -167,7 +177,9 @@ Result<Grammar> build(const Spec& spec, const JsonSchemaOptions& options) {
     separator = flexible ? ws + "," + ws : ", ";
   }
   std::vector<Symbol> body = {b.rule(call)};
-  if (spec.parallel) body.push_back(b.star("more_tool_calls", {b.lexeme(separator), b.rule(call)}));
+  if (spec.parallel && !spec.after_trigger) {
+    body.push_back(b.star("more_tool_calls", {b.lexeme(separator), b.rule(call)}));
+  }
   if (spec.format == "mistral") {
     body.insert(body.begin(), b.lexeme(regex_escape("[TOOL_CALLS]") + "\\[" + ws));
     body.push_back(b.lexeme(ws + "\\]"));

@@ -9,14 +9,16 @@
 //     "tools": [ {"type": "function", "function": {"name": "...", "description": "...",
 //                                                  "parameters": {JSON Schema}, "strict": bool}}
 //              | {"name": "...", "description": "...", "parameters": {JSON Schema}} ... ],
-//     "mode": "required" | "named",      // default "required": any of the tools
+//     "mode": "required" | "named" | "auto",  // default "required": any of the tools; "auto"
+//                                        // (hermes only): one call after its "<tool_call>", the
+//                                        // constraint's trigger (StructuredOutputs::trigger)
 //     "name": "<function>",              // mode "named" only: the one function allowed
 //     "parallel": true | false           // default false: exactly one call
 //   }
 // A missing parameters schema means {"type":"object","properties":{}}. Names must be non-empty
 // and distinct; every tool's schema must compile (errors name it: "tools[2].function.parameters:
-// json_schema: ..."). Unknown keys are refused. tool_choice "auto" is not a grammar (the model
-// may answer in text): the server leaves such requests unconstrained.
+// json_schema: ..."). Unknown keys are refused. tool_choice "auto" is mode "auto" with the trigger
+// "<tool_call>" repeating: the model writes text or calls, and each call it opens is constrained.
 //
 // Output (<args> is the call's arguments per its schema):
 //   hermes (Qwen2.5, Hermes 2/3):  <tool_call>\n{"name": "<name>", "arguments":

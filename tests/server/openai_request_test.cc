@@ -181,13 +181,58 @@ TEST_F(RequestTest, InvalidFieldsNameTheParam) {
   EXPECT_EQ(with("messages", "hi"), "messages");
   EXPECT_EQ(with("messages", json::array({{{"content", "x"}}})), "messages[0].role");
   EXPECT_EQ(with("messages", json::array({5})), "messages[0]");
-  EXPECT_EQ(with("response_format", {{"type", "json_object"}}), "response_format");
-  EXPECT_EQ(with("tool_choice", "required"), "<ok>");  // only checked with tools
+  EXPECT_EQ(with("response_format", {{"type", "json_object"}}), "<ok>");
+  EXPECT_EQ(with("response_format", {{"type", "xml"}}), "response_format.type");
+  EXPECT_EQ(with("response_format", {{"type", "text"}, {"x", 1}}), "response_format.x");
+  EXPECT_EQ(with("response_format", {{"type", "json_schema"}}), "response_format.json_schema");
+  EXPECT_EQ(with("response_format",
+                 {{"type", "json_schema"}, {"json_schema", {{"name", "a"}, {"schema", 5}}}}),
+            "response_format.json_schema.schema");
+  EXPECT_EQ(with("guided_regex", ""), "guided_regex");
+  EXPECT_EQ(with("guided_choice", json::array()), "guided_choice");
+  EXPECT_EQ(with("guided_choice", json::array({1})), "guided_choice");
+  EXPECT_EQ(with("structured_outputs", {{"regex", "a"}, {"choice", {"b"}}}), "structured_outputs");
+  EXPECT_EQ(with("structured_outputs", {{"jsn", 1}}), "structured_outputs.jsn");
+  EXPECT_EQ(with("grammar", 5), "grammar");
+  EXPECT_EQ(with("guided_decoding_backend", "xgrammar"), "guided_decoding_backend");
+  EXPECT_EQ(with("tool_choice", "required"), "tool_choice");  // no tools
+  EXPECT_EQ(with("tool_choice", "none"), "<ok>");
+  EXPECT_EQ(with("parallel_tool_calls", 1), "parallel_tool_calls");
+  EXPECT_EQ(with("tools", {{"type", "function"}}), "tools");
   {
     json b = base();
     b["tools"] = json::array({{{"type", "function"}}});
-    b["tool_choice"] = "required";
+    EXPECT_EQ(rejected_param(b), "tools[0].function");
+    b["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "a b"}}}}});
+    EXPECT_EQ(rejected_param(b), "tools[0].function.name");
+    b["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "f"}, {"x", 1}}}}});
+    EXPECT_EQ(rejected_param(b), "tools[0].function.x");
+    b["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}},
+                              {{"type", "function"}, {"function", {{"name", "f"}}}}});
+    EXPECT_EQ(rejected_param(b), "tools[1].function.name");
+    b["tools"] = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+    b["tool_choice"] = "sometimes";
     EXPECT_EQ(rejected_param(b), "tool_choice");
+    b["tool_choice"] = {{"type", "function"}, {"function", {{"name", "g"}}}};
+    EXPECT_EQ(rejected_param(b), "tool_choice.function.name");
+    b["tool_choice"] = {{"type", "function"}, {"function", {{"name", "f"}}}};
+    EXPECT_EQ(rejected_param(b), "<ok>");
+    b["tool_choice"] = "required";
+    b["guided_regex"] = "a";
+    EXPECT_EQ(rejected_param(b), "tool_choice");
+  }
+  {
+    json b = base();
+    b["guided_regex"] = "a";
+    b["response_format"] = {{"type", "json_object"}};
+    EXPECT_EQ(rejected_param(b), "guided_regex");
+    b["messages"] = json::array(
+        {{{"role", "assistant"},
+          {"tool_calls", json::array({{{"id", "c"},
+                                       {"type", "function"},
+                                       {"function", {{"name", "f"}, {"arguments", "{bad"}}}}})}}});
+    b.erase("guided_regex");
+    EXPECT_EQ(rejected_param(b), "messages[0].tool_calls[0].function.arguments");
   }
   {
     json b = base();
@@ -220,8 +265,11 @@ TEST_F(RequestTest, UnsupportedFieldsAreRefusedByName) {
   b["prompt"] = "a completion field on the chat endpoint";
   EXPECT_EQ(rejected_param(b), "prompt");
   b = base();
-  b["parallel_tool_calls"] = false;
-  EXPECT_EQ(rejected_param(b), "parallel_tool_calls");
+  b["functions"] = json::array();  // OpenAI's deprecated form of tools
+  EXPECT_EQ(rejected_param(b), "functions");
+  EXPECT_EQ(
+      rejected_param({{"prompt", "ab"}, {"parallel_tool_calls", false}}, Endpoint::kCompletion),
+      "parallel_tool_calls");
   EXPECT_EQ(rejected_param({{"prompt", "ab"}, {"messages", json::array()}}, Endpoint::kCompletion),
             "messages");
   EXPECT_EQ(
@@ -231,6 +279,62 @@ TEST_F(RequestTest, UnsupportedFieldsAreRefusedByName) {
   b = base();
   b[std::string(1000, 'k')] = 1;
   EXPECT_EQ(rejected_param(b), std::string(64, 'k'));
+}
+
+TEST_F(RequestTest, ConstraintsAndToolsReachTheEngine) {
+  using Kind = StructuredOutputs::Kind;
+  GenerationSpec spec;
+  json b = base();
+  b["response_format"] = {{"type", "json_schema"},
+                          {"json_schema", {{"name", "p"}, {"schema", {{"type", "integer"}}}}}};
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kJsonSchema);
+  EXPECT_EQ(json::parse(spec.sampling.structured.spec), json({{"type", "integer"}}));
+  EXPECT_EQ(spec.tool_format, ToolCallFormat::kNone);
+
+  b = base();
+  b["structured_outputs"] = {{"choice", {"a", "b"}}};
+  ASSERT_FALSE(completion({{"prompt", "x"}, {"guided_choice", {"a", "b"}}}, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kChoice);
+  EXPECT_EQ(spec.sampling.structured.choices, (std::vector<std::string>{"a", "b"}));
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kChoice);
+
+  // The fake engine's chat template teaches no tool format: auto parses nothing, required
+  // constrains (and parses) in the hermes format.
+  b = base();
+  b["tools"] = json::array({{{"type", "function"},
+                             {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}});
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_TRUE(spec.sampling.structured.empty());
+  EXPECT_EQ(spec.tool_format, ToolCallFormat::kNone);
+  b["tool_choice"] = "required";
+  b["parallel_tool_calls"] = false;
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kToolCalls);
+  EXPECT_EQ(spec.tool_format, ToolCallFormat::kHermes);
+  const json tool_spec = json::parse(spec.sampling.structured.spec);
+  EXPECT_EQ(tool_spec["format"], "hermes");
+  EXPECT_EQ(tool_spec["mode"], "required");
+  EXPECT_EQ(tool_spec["parallel"], false);
+  EXPECT_EQ(tool_spec["tools"], b["tools"]);
+  b["tool_choice"] = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(json::parse(spec.sampling.structured.spec)["name"], "f");
+  b["tool_choice"] = "none";
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_TRUE(spec.sampling.structured.empty());
+  EXPECT_EQ(spec.tool_format, ToolCallFormat::kNone);
+
+  // --tool-call-parser: auto requests parse in that format; Llama 3 / Mistral keep special
+  // tokens' text for the parser.
+  cfg_.tool_call_format = ToolCallFormat::kLlama3Json;
+  cfg_.reasoning_format = ReasoningFormat::kQwen3;
+  b["tool_choice"] = "auto";
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.tool_format, ToolCallFormat::kLlama3Json);
+  EXPECT_EQ(spec.reasoning, ReasoningFormat::kQwen3);
+  EXPECT_FALSE(spec.skip_special_tokens);
 }
 
 TEST_F(RequestTest, ContextOverflowNamesMaxTokens) {
@@ -359,6 +463,47 @@ TEST(ResponseShapes, ChatAndCompletionObjects) {
   EXPECT_EQ(chunk["choices"][0]["logprobs"]["top_logprobs"][0]["t7"], -0.25);
   EXPECT_TRUE(chunk.contains("usage") && chunk["usage"].is_null());
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
+}
+
+TEST(ResponseShapes, ToolCallsAndReasoning) {
+  ResponseMeta meta;
+  meta.endpoint = Endpoint::kChat;
+  meta.id = "chatcmpl-x";
+  ChoiceResult c;
+  c.finish_reason = FinishReason::kStop;
+  c.reasoning = "hmm";
+  c.tool_calls = {{"call_1", "f", R"({"a":1})"}};
+  const TokenText text = [](int32_t id) { return std::to_string(id); };
+  const json j = json::parse(full_response_json(meta, {c}, UsageTotals{}, text));
+  const json& m = j["choices"][0]["message"];
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(m["content"].is_null());
+  EXPECT_EQ(m["reasoning_content"], "hmm");
+  EXPECT_EQ(m["tool_calls"][0]["id"], "call_1");
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"a":1})");
+  c.finish_reason = FinishReason::kLength;  // cut off: stays "length"
+  EXPECT_EQ(json::parse(
+                full_response_json(meta, {c}, UsageTotals{}, text))["choices"][0]["finish_reason"],
+            "length");
+
+  std::vector<ToolCallDelta> deltas = {{0, "call_1", "f", "{\"a\""}, {1, "", "", "1}"}};
+  ChunkParts p;
+  p.reasoning = "r";
+  p.tool_calls = &deltas;
+  p.made_tool_calls = true;
+  p.finish_reason = FinishReason::kStop;
+  const json chunk = json::parse(chunk_json(meta, p, text));
+  const json& d = chunk["choices"][0]["delta"];
+  EXPECT_FALSE(d.contains("content"));
+  EXPECT_EQ(d["reasoning_content"], "r");
+  EXPECT_EQ(d["tool_calls"][0], json({{"index", 0},
+                                      {"id", "call_1"},
+                                      {"type", "function"},
+                                      {"function", {{"name", "f"}, {"arguments", "{\"a\""}}}}));
+  EXPECT_EQ(d["tool_calls"][1], json({{"index", 1}, {"function", {{"arguments", "1}"}}}}));
+  EXPECT_EQ(chunk["choices"][0]["finish_reason"], "tool_calls");
 }
 
 }  // namespace

@@ -7,11 +7,13 @@ import fs from 'node:fs';
 export const BIN = process.env.PAGODA_BIN;
 export const MODEL = process.env.PAGODA_MODEL;
 
-// A reason to skip, or null.
+// A reason to skip (run by hand without ctest's environment), or false. Under ctest (which sets
+// PAGODA_BIN and PAGODA_MODEL) a missing binary or model is a failure, never a silent skip.
 export function skipReason() {
-  if (!BIN || !fs.existsSync(BIN)) return `pagoda binary not found (PAGODA_BIN=${BIN})`;
-  if (!MODEL || !fs.existsSync(MODEL)) return `model not found (PAGODA_MODEL=${MODEL})`;
-  return null;
+  if (!BIN && !MODEL) return 'PAGODA_BIN and PAGODA_MODEL are not set (run through ctest)';
+  if (!BIN || !fs.existsSync(BIN)) throw new Error(`pagoda binary not found (PAGODA_BIN=${BIN})`);
+  if (!MODEL || !fs.existsSync(MODEL)) throw new Error(`model not found (PAGODA_MODEL=${MODEL})`);
+  return false;
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

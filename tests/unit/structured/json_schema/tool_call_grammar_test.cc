@@ -32,6 +32,20 @@ Grammar grammar_for(const std::string& format, const std::string& extra,
   return g.ok() ? std::move(*g) : Grammar{};
 }
 
+// Mode auto: the text of one call after the "<tool_call>" that triggered the constraint.
+TEST(ToolCallGrammar, HermesAutoIsOneCallAfterTheTag) {
+  const Grammar g = grammar_for("hermes", R"("mode":"auto","parallel":true)");
+  EXPECT_TRUE(accepts(g, "\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(g,
+                       "\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
+                       "{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(tool_call_grammar(std::string(R"({"format":"llama3_json","mode":"auto","tools":)") +
+                                 kTools + "}")
+                   .ok());
+}
+
 TEST(ToolCallGrammar, Hermes) {
   const Grammar g = grammar_for("hermes", "");
   EXPECT_TRUE(accepts(g,
@@ -134,7 +148,8 @@ TEST(ToolCallGrammar, SpecValidationNamesTheTool) {
   expect_refused(R"({"format":"hermes","mode":"named","tools":[{"name":"a"}]})", "'name'");
   expect_refused(R"({"format":"hermes","mode":"named","name":"b","tools":[{"name":"a"}]})",
                  "none of the tools");
-  expect_refused(R"({"format":"hermes","mode":"auto","tools":[{"name":"a"}]})", "mode 'auto'");
+  expect_refused(R"({"format":"hermes","mode":"sometimes","tools":[{"name":"a"}]})",
+                 "mode 'sometimes'");
   expect_refused(R"({"format":"hermes","tools":[{"name":"a"}],"extra":1})", "unknown key 'extra'");
   expect_refused(
       R"({"format":"hermes","tools":[{"type":"function","function":{"name":"a","x":1}}]})",
