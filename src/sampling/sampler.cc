@@ -119,6 +119,35 @@ void Sampler::apply_penalties(std::span<float> logits) const {
   }
 }
 
+template <typename Less>
+size_t Sampler::select_prefix(size_t count, double target, bool strict, const Less& before) {
+  // Invariant: candidates_[0, lo) are the top lo of candidates_[0, count) (mass `acc`), and
+  // candidates_[lo, hi) all rank before candidates_[hi, count); the answer is in (lo, hi].
+  const auto reached = [&](double mass) { return strict ? mass > target : mass >= target; };
+  const auto at = [&](size_t i) { return candidates_.begin() + static_cast<std::ptrdiff_t>(i); };
+  size_t lo = 0, hi = count;
+  double acc = 0;
+  while (hi - lo > 64) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(at(lo), at(mid), at(hi), before);
+    double mass = 0;
+    for (size_t i = lo; i < mid; ++i)
+      mass += probs_[static_cast<size_t>(candidates_[i])];
+    if (reached(acc + mass)) {
+      hi = mid;
+    } else {
+      acc += mass;
+      lo = mid;
+    }
+  }
+  std::sort(at(lo), at(hi), before);
+  for (size_t i = lo; i < hi; ++i) {
+    acc += probs_[static_cast<size_t>(candidates_[i])];
+    if (reached(acc)) return i + 1;
+  }
+  return hi;  // rounding: the mass ran out just short of the target
+}
+
 TokenLogprobs Sampler::sample(std::span<float> logits) {
   TokenLogprobs result;
   const size_t n = static_cast<size_t>(vocab_size_);
@@ -140,65 +169,62 @@ TokenLogprobs Sampler::sample(std::span<float> logits) {
         logits.begin());
   } else {
     const float inv_t = 1.0f / params_.temperature;
-    candidates_.resize(n);
-    std::iota(candidates_.begin(), candidates_.end(), 0);
     auto by_logit = [&logits](int32_t a, int32_t b) {
       const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
       return la > lb || (la == lb && a < b);
     };
-    size_t keep = n;
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
+    // Candidates: every token with a finite logit (a grammar mask leaves few), then top-k.
+    candidates_.clear();
+    for (size_t t = 0; t < n; ++t) {
+      if (logits[t] != -std::numeric_limits<float>::infinity()) {
+        candidates_.push_back(static_cast<int32_t>(t));
+      }
+    }
+    if (candidates_.empty()) {
+      // Everything masked: the first token (never happens under a mask, which keeps EOS).
+      candidates_.push_back(0);
+    }
+    size_t keep = candidates_.size();
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
       keep = static_cast<size_t>(params_.top_k);
       std::nth_element(candidates_.begin(),
                        candidates_.begin() + static_cast<std::ptrdiff_t>(keep) - 1,
                        candidates_.end(), by_logit);
+      candidates_.resize(keep);
     }
-    std::sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
-              by_logit);
-    candidates_.resize(keep);
-    // Softmax over the kept candidates at temperature.
-    probs_.resize(keep);
-    const float max = logits[static_cast<size_t>(candidates_[0])] * inv_t;
+    // Softmax over the kept candidates at temperature (probs_ indexed by token id). The order
+    // the walk below follows is descending logit (ties: lower id first), as if the candidates
+    // were sorted; select_prefix finds a cumulative-mass position in that order by partitioning
+    // (linear expected time) instead of sorting the whole vocabulary per token.
+    probs_.resize(n);
+    const int32_t best = *std::min_element(candidates_.begin(), candidates_.end(), by_logit);
+    const float max = logits[static_cast<size_t>(best)] * inv_t;
     double sum = 0;
-    for (size_t i = 0; i < keep; ++i) {
-      const double e =
-          std::exp(static_cast<double>(logits[static_cast<size_t>(candidates_[i])] * inv_t - max));
-      probs_[i] = static_cast<float>(e);
+    for (const int32_t c : candidates_) {
+      const double e = std::exp(static_cast<double>(logits[static_cast<size_t>(c)] * inv_t - max));
+      probs_[static_cast<size_t>(c)] = static_cast<float>(e);
       sum += e;
     }
-    for (float& p : probs_)
-      p = static_cast<float>(p / sum);
+    for (const int32_t c : candidates_)
+      probs_[static_cast<size_t>(c)] = static_cast<float>(probs_[static_cast<size_t>(c)] / sum);
     if (params_.top_p < 1.0f) {
-      double cum = 0;
-      size_t cut = keep;
-      for (size_t i = 0; i < keep; ++i) {
-        cum += probs_[i];
-        if (cum >= params_.top_p) {
-          cut = i + 1;
-          break;
-        }
-      }
-      keep = cut;
+      // The shortest prefix whose mass reaches top_p.
+      keep = select_prefix(keep, params_.top_p, /*strict=*/false, by_logit);
     }
     if (params_.min_p > 0.0f) {
-      const float threshold = params_.min_p * probs_[0];
-      size_t cut = 1;
-      while (cut < keep && probs_[cut] >= threshold)
-        ++cut;
-      keep = cut;
+      // Tokens at least min_p times as likely as the best: a prefix of the order, moved to the
+      // front.
+      const float threshold = params_.min_p * probs_[static_cast<size_t>(best)];
+      const auto end = std::partition(
+          candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
+          [&](int32_t c) { return probs_[static_cast<size_t>(c)] >= threshold; });
+      keep = std::max<size_t>(1, static_cast<size_t>(end - candidates_.begin()));
     }
     double total = 0;
     for (size_t i = 0; i < keep; ++i)
-      total += probs_[i];
-    double r = u * total;
-    chosen = candidates_[keep - 1];
-    for (size_t i = 0; i < keep; ++i) {
-      r -= probs_[i];
-      if (r < 0) {
-        chosen = candidates_[i];
-        break;
-      }
-    }
+      total += probs_[static_cast<size_t>(candidates_[i])];
+    const size_t pos = select_prefix(keep, u * total, /*strict=*/true, by_logit);
+    chosen = candidates_[pos - 1];
   }
   result.token = chosen;
   if (params_.logprobs >= 0) {

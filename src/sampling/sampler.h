@@ -49,9 +49,15 @@ class Sampler {
   int32_t vocab_size_;
   std::mt19937_64 rng_;
   std::unordered_map<int32_t, int32_t> output_counts_;
-  std::vector<uint8_t> seen_;        // prompt or output token seen (repetition penalty), [vocab]
+  std::vector<uint8_t> seen_;  // prompt or output token seen (repetition penalty), [vocab]
+  // Moves the first k of candidates_[0, count) in sampling order (descending logit, ties by
+  // id; `before` compares) to the front, k the shortest prefix whose probability mass reaches
+  // `target` (strict: exceeds it), and returns k (count if the mass never does).
+  template <typename Less>
+  size_t select_prefix(size_t count, double target, bool strict, const Less& before);
+
   std::vector<int32_t> candidates_;  // scratch
-  std::vector<float> probs_;         // scratch
+  std::vector<float> probs_;         // scratch, by token id
 };
 
 // log-softmax helpers for logprobs: fills `top` with the k largest entries of logits.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -123,6 +124,89 @@ TEST(SamplerTest, FrequenciesFollowTheTemperedSoftmax) {
       const double expected = probs[i] * n;
       const double sigma = std::sqrt(n * probs[i] * (1 - probs[i]));
       EXPECT_NEAR(counts[i], expected, 5 * sigma + 1) << "temp " << temp << " token " << i;
+    }
+  }
+}
+
+// The support and frequencies by the published definitions (sort all tokens by logit, softmax at
+// temperature over the top k, cut at cumulative top_p, then at min_p x the best), on a vocabulary
+// large enough for the sampler's partition-based selection (not a full sort) to run, with ties
+// and masked (-inf) tokens.
+std::vector<double> reference_distribution(const std::vector<float>& logits,
+                                           const SamplingParams& p) {
+  std::vector<int32_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int32_t>(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  size_t keep = 0;
+  while (keep < order.size() && std::isfinite(logits[order[keep]]))
+    ++keep;
+  if (p.top_k > 0) keep = std::min(keep, static_cast<size_t>(p.top_k));
+  std::vector<double> prob(keep);
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i)
+    sum += prob[i] = std::exp((logits[order[i]] - logits[order[0]]) / p.temperature);
+  for (double& x : prob)
+    x /= sum;
+  if (p.top_p < 1) {
+    double cum = 0;
+    size_t i = 0;
+    while (i < keep && (cum += prob[i]) < p.top_p)
+      ++i;
+    keep = std::min(keep, i + 1);
+  }
+  size_t cut = 1;
+  while (cut < keep && prob[cut] >= p.min_p * prob[0])
+    ++cut;
+  keep = cut;
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i)
+    total += prob[i];
+  std::vector<double> out(logits.size());
+  for (size_t i = 0; i < keep; ++i)
+    out[order[i]] = prob[i] / total;
+  return out;
+}
+
+TEST(SamplerTest, LargeVocabularyMatchesTheDefinitions) {
+  const int32_t vocab = 4000;
+  std::vector<float> logits(vocab);
+  for (int32_t i = 0; i < vocab; ++i) {
+    logits[i] = static_cast<float>(std::round(std::sin(i * 0.37) * 40) / 10);  // many ties
+  }
+  for (int32_t i = 0; i < vocab; i += 7)
+    logits[i] = -INFINITY;  // masked
+  logits[123] = 6.0f;
+  logits[2001] = 5.5f;
+  logits[3999] = 5.5f;
+  struct Case {
+    float temp, top_p, min_p;
+    int32_t top_k;
+  };
+  for (const Case c :
+       {Case{1.0f, 1.0f, 0.0f, 0}, Case{0.7f, 0.9f, 0.0f, 0}, Case{1.5f, 0.5f, 0.0f, 0},
+        Case{1.0f, 1.0f, 0.02f, 0}, Case{1.0f, 0.95f, 0.01f, 500}, Case{2.0f, 1.0f, 0.0f, 100}}) {
+    SamplingParams p;
+    p.temperature = c.temp;
+    p.top_p = c.top_p;
+    p.min_p = c.min_p;
+    p.top_k = c.top_k;
+    p.seed = 11;
+    const std::vector<double> expected = reference_distribution(logits, p);
+    Sampler s(p, vocab, {});
+    const int n = 20000;
+    std::vector<int> counts(vocab);
+    for (int i = 0; i < n; ++i) {
+      const int32_t t = sample_once(s, logits);
+      ASSERT_GT(expected[t], 0.0) << "token " << t << " is outside the support (temp " << c.temp
+                                  << ", top_p " << c.top_p << ", min_p " << c.min_p << ")";
+      ++counts[t];
+    }
+    for (int32_t t : {123, 2001, 3999}) {
+      const double e = expected[t] * n;
+      EXPECT_NEAR(counts[t], e, 5 * std::sqrt(e * (1 - expected[t])) + 1) << "token " << t;
     }
   }
 }
