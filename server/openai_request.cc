@@ -399,6 +399,16 @@ std::optional<ApiError> resolve_max_tokens(const Fields& f, Endpoint endpoint,
 
 constexpr int32_t kMaxArgumentsDepth = 64;
 
+// The rendered chat prompt ends with "</think>" (and whitespace): the model answers directly.
+bool reasoning_closed_in_prompt(std::string_view prompt) {
+  while (!prompt.empty() && (prompt.back() == ' ' || prompt.back() == '\n' ||
+                             prompt.back() == '\r' || prompt.back() == '\t')) {
+    prompt.remove_suffix(1);
+  }
+  constexpr std::string_view kClose = "</think>";
+  return prompt.size() >= kClose.size() && prompt.substr(prompt.size() - kClose.size()) == kClose;
+}
+
 // Flattens a message's content to the string form chat templates expect: a string stays, null
 // stays, a list of {"type": "text", "text": ...} parts is joined with newlines.
 std::optional<ApiError> normalize_message(const json& in, size_t index, json& out) {
@@ -597,9 +607,12 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
                              : detect_tool_call_format(engine.model_info().chat_template);
     PAGODA_TRY(parse_chat_prompt(j, f, engine, tool_format, spec));
     spec.reasoning = cfg.reasoning_format;
-    // A reasoning model thinks first: the constraint applies to the answer after "</think>".
+    // A reasoning model thinks first: the constraint applies to the answer after "</think>",
+    // unless the prompt already closed the reasoning (Qwen3's template with thinking switched
+    // off ends with "<think>\n\n</think>\n\n").
     StructuredOutputs& so = spec.sampling.structured;
-    if (spec.reasoning != ReasoningFormat::kNone && !so.empty() && so.trigger.empty()) {
+    if (spec.reasoning != ReasoningFormat::kNone && !so.empty() && so.trigger.empty() &&
+        !reasoning_closed_in_prompt(spec.prompts.front().text)) {
       so.trigger = "</think>";
     }
     // Llama 3's <|python_tag|> and Mistral's [TOOL_CALLS] are special tokens: the parser needs

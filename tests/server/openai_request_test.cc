@@ -335,6 +335,24 @@ TEST_F(RequestTest, ConstraintsAndToolsReachTheEngine) {
   EXPECT_EQ(spec.tool_format, ToolCallFormat::kLlama3Json);
   EXPECT_EQ(spec.reasoning, ReasoningFormat::kQwen3);
   EXPECT_FALSE(spec.skip_special_tokens);
+  EXPECT_TRUE(spec.sampling.structured.empty());  // llama3_json: auto is not constrained
+  // Hermes: tool_choice auto constrains each call the model opens with <tool_call>.
+  cfg_.tool_call_format = ToolCallFormat::kHermes;
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kToolCalls);
+  EXPECT_EQ(spec.sampling.structured.trigger, "<tool_call>");
+  EXPECT_TRUE(spec.sampling.structured.repeat_trigger);
+  EXPECT_EQ(json::parse(spec.sampling.structured.spec)["mode"], "auto");
+  b["response_format"] = {{"type", "json_object"}};  // an explicit format wins over auto
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kJsonObject);
+  // With a reasoning parser a constraint waits for the end of the reasoning.
+  b = base();
+  b["response_format"] = {{"type", "json_object"}};
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kJsonObject);
+  EXPECT_EQ(spec.sampling.structured.trigger, "</think>");
+  EXPECT_FALSE(spec.sampling.structured.repeat_trigger);
 }
 
 TEST_F(RequestTest, ContextOverflowNamesMaxTokens) {
