@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/isa.h"
+
 namespace pagoda::runner {
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
@@ -48,21 +50,22 @@ Result<std::unique_ptr<structured::Constraint>> ModelRunner::make_constraint(
   return constraint;
 }
 
-void ModelRunner::apply_mask(structured::Constraint& constraint, std::span<float> logits) {
+void ModelRunner::apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
+                             std::span<float> logits) {
   const structured::TokenTable& table = *constraint.grammar().tokens();
-  mask_.resize(table.num_mask_words());
-  if (!constraint.fill_mask(mask_)) return;
+  mask.resize(table.num_mask_words());
+  if (!constraint.fill_mask(mask)) return;
   bool any = false;
-  for (uint64_t w : mask_)
+  for (uint64_t w : mask)
     any = any || w != 0;
   if (!any) {
     // Nothing can continue the text (a vocabulary without the bytes the grammar needs): end.
     for (int32_t t : table.eog_tokens())
-      mask_[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
+      mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
   }
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (size_t t = 0; t < logits.size(); ++t) {
-    if (!structured::mask_allows(mask_, static_cast<int32_t>(t))) logits[t] = kMasked;
+    if (!structured::mask_allows(mask, static_cast<int32_t>(t))) logits[t] = kMasked;
   }
 }
 
@@ -148,50 +151,90 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   PAGODA_RETURN_IF_ERROR(forward_step());
 
-  step::StepOutput out;
+  // Sampling: first (serially) the state of each sampling request (new ones build their sampler
+  // and constraint), then the masks and draws of all requests in parallel on the kernels'
+  // threads (otherwise idle here): each request's sampler and constraint are its own, so the
+  // tokens do not depend on the split.
+  struct Job {
+    const step::ScheduledRequest* entry = nullptr;
+    RequestState* state = nullptr;
+    const float* logits = nullptr;
+    std::span<const int32_t> outputs;
+    step::SampledTokens sampled;
+    Status status;
+  };
+  std::vector<Job> jobs;
   size_t row = 0;
-  std::vector<float> scratch, masked;
   for (const step::ScheduledRequest& entry : plan.requests) {
     if (entry.num_samples <= 0) continue;
-    const float* logits = logits_.data() + row * vocab;
+    Job job;
+    job.entry = &entry;
+    job.logits = logits_.data() + row * vocab;
     ++row;
     const auto& history = entry.history_token_ids;
     const size_t num_prompt =
         std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
-    const std::span<const int32_t> outputs = std::span<const int32_t>(history).subspan(num_prompt);
+    job.outputs = std::span<const int32_t>(history).subspan(num_prompt);
     if (entry.is_new || !states_.contains(entry.id)) {
       PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<structured::Constraint> constraint,
-                              make_constraint(entry, outputs));
-      states_.insert_or_assign(
-          entry.id,
-          RequestState{make_sampler(entry, entry.sample_index, outputs), std::move(constraint)});
+                              make_constraint(entry, job.outputs));
+      states_.insert_or_assign(entry.id,
+                               RequestState{make_sampler(entry, entry.sample_index, job.outputs),
+                                            std::move(constraint)});
     }
-    RequestState& state = states_.at(entry.id);
-    step::SampledTokens sampled;
-    sampled.id = entry.id;
-    // Forked children start from the parent's state, so the parent's mask is theirs too.
-    masked.assign(logits, logits + vocab);
-    if (state.constraint) apply_mask(*state.constraint, masked);
-    for (int32_t i = 0; i < entry.num_samples; ++i) {
-      scratch = masked;
-      TokenLogprobs r;
-      if (i == 0) {
-        r = state.sampler.sample(scratch);
-      } else {
-        // A forked child's first token: drawn from the shared row with the child's own stream.
-        sampling::Sampler child = make_sampler(entry, i, outputs);
-        r = child.sample(scratch);
-      }
-      sampled.token_ids.push_back(r.token);
-      if (entry.sampling->logprobs >= 0) sampled.logprobs.push_back(std::move(r));
+    jobs.push_back(std::move(job));
+  }
+  for (Job& job : jobs)
+    job.state = &states_.at(job.entry->id);  // after every insertion (no rehash from here)
+
+  const auto num_jobs = static_cast<int64_t>(jobs.size());
+  const int threads = static_cast<int>(std::min<int64_t>(kernels::num_threads(), num_jobs));
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<float> scratch, masked;
+    std::vector<uint64_t> mask;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t j = 0; j < num_jobs; ++j) {
+      Job& job = jobs[static_cast<size_t>(j)];
+      job.status = sample_request(*job.entry, *job.state, job.logits, vocab, job.outputs, mask,
+                                  scratch, masked, job.sampled);
     }
-    if (state.constraint) {
-      Status accepted = state.constraint->accept_token(sampled.token_ids[0]);
-      if (!accepted.ok()) return accepted.with_context("structured output");
-    }
-    out.sampled.push_back(std::move(sampled));
+  }
+  step::StepOutput out;
+  for (Job& job : jobs) {
+    PAGODA_RETURN_IF_ERROR(job.status);
+    out.sampled.push_back(std::move(job.sampled));
   }
   return out;
+}
+
+Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestState& state,
+                                   const float* logits, size_t vocab,
+                                   std::span<const int32_t> outputs, std::vector<uint64_t>& mask,
+                                   std::vector<float>& scratch, std::vector<float>& masked,
+                                   step::SampledTokens& sampled) const {
+  sampled.id = entry.id;
+  // Forked children start from the parent's state, so the parent's mask is theirs too.
+  masked.assign(logits, logits + vocab);
+  if (state.constraint) apply_mask(*state.constraint, mask, masked);
+  for (int32_t i = 0; i < entry.num_samples; ++i) {
+    scratch = masked;
+    TokenLogprobs r;
+    if (i == 0) {
+      r = state.sampler.sample(scratch);
+    } else {
+      // A forked child's first token: drawn from the shared row with the child's own stream.
+      sampling::Sampler child = make_sampler(entry, i, outputs);
+      r = child.sample(scratch);
+    }
+    sampled.token_ids.push_back(r.token);
+    if (entry.sampling->logprobs >= 0) sampled.logprobs.push_back(std::move(r));
+  }
+  if (state.constraint) {
+    Status accepted = state.constraint->accept_token(sampled.token_ids[0]);
+    if (!accepted.ok()) return accepted.with_context("structured output");
+  }
+  return Status();
 }
 
 }  // namespace pagoda::runner

@@ -68,14 +68,20 @@ class ModelRunner final : public step::Executor {
       const step::ScheduledRequest& entry, std::span<const int32_t> outputs);
   // Masks logits[vocab] to the tokens `constraint` allows (its end tokens if it allows nothing;
   // nothing while it is inactive, before its trigger).
-  void apply_mask(structured::Constraint& constraint, std::span<float> logits);
+  // `mask` is scratch.
+  static void apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
+                         std::span<float> logits);
+  // Masks, samples and advances one request (thread-safe across requests).
+  Status sample_request(const step::ScheduledRequest& entry, RequestState& state,
+                        const float* logits, size_t vocab, std::span<const int32_t> outputs,
+                        std::vector<uint64_t>& mask, std::vector<float>& scratch,
+                        std::vector<float>& masked, step::SampledTokens& sampled) const;
 
   model::Model& model_;
   KvStorage storage_;
   bool flash_attention_;
   std::shared_ptr<structured::GrammarCache> grammars_;
   std::unordered_map<step::RequestId, RequestState> states_;
-  std::vector<uint64_t> mask_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;
   std::vector<model::SequenceSlice> slices_;
