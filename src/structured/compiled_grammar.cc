@@ -146,48 +146,51 @@ const LexerTokenSets& CompiledGrammar::token_sets(LexerState state) const {
   sets->inside.assign(table.num_mask_words(), 0);
   const auto& trie = table.trie();
   const auto& by_node = table.tokens_by_node();
-  // Walk the trie with the lexer alone. stack[d] = lexer state after d bytes; first_accept[d] is
-  // 1 + the depth of the first accepting state on the path to it (0 = none yet).
-  std::vector<LexerState> stack(1, state);
-  std::vector<uint16_t> first_accept(1, 0);
-  std::vector<LexerState> accept_state(1, 0);
+  // Walk the trie with the lexer alone. frames[d]: the path's first d bytes (d = 0: none yet) —
+  // the lexer state after them, whether it accepts, and the root (1 + trie node that follows
+  // the first accepting state on the path; 0 = none yet) with the state before it.
+  struct Frame {
+    LexerState state = kDeadLexerState;
+    bool accepts = false;
+    uint32_t root = 0;
+    LexerState root_state = kDeadLexerState;
+  };
   Lexer& lex = *lexer_;
-  size_t i = 1;
-  while (i < trie.size()) {
-    const TokenTable::TrieNode& node = trie[i];
-    stack.resize(node.depth);
-    first_accept.resize(node.depth);
-    accept_state.resize(node.depth);
-    const LexerState prev = stack.back();
-    // A lexeme may end before this byte: every token below goes to the parser.
-    uint16_t fa = first_accept.back();
-    LexerState fa_state = accept_state.back();
-    if (fa == 0 && !lex.accepting(prev).empty()) {
-      fa = node.depth;  // 1 + (depth - 1)
-      fa_state = prev;
+  std::vector<Frame> frames(2);
+  frames[0] = Frame{state, !lex.accepting(state).empty(), 0, kDeadLexerState};
+  const TokenTable::TrieNode* nodes = trie.data();
+  const auto num_nodes = static_cast<uint32_t>(trie.size());
+  uint64_t* inside = sets->inside.data();
+  uint32_t i = 1;
+  while (i < num_nodes) {
+    const TokenTable::TrieNode& node = nodes[i];
+    const Frame& parent = frames[node.depth - 1];
+    uint32_t r = parent.root;
+    LexerState r_state = parent.root_state;
+    if (r == 0 && parent.accepts) {
+      // A lexeme may end before this byte: the tokens below that the lexer alone rejects go
+      // to the parser.
+      r = i + 1;
+      r_state = parent.state;
     }
-    const LexerState next = lex.next(prev, node.byte);
-    if (next == kDeadLexerState && fa == 0) {
-      i = node.subtree_end;  // no lexeme continues and none could end: all rejected
+    const LexerState next = lex.next(parent.state, node.byte);
+    if (next == kDeadLexerState) {
+      // No lexeme goes on: every token below is rejected (no possible end on the path) or
+      // left to the parser from this root.
+      if (r != 0 && (sets->roots.empty() || sets->roots.back().node != r - 1))
+        sets->roots.push_back({r - 1, r_state});
+      i = node.subtree_end;
       continue;
     }
     for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
       const int32_t token = by_node[t];
-      if (next != kDeadLexerState) {
-        sets->inside[static_cast<size_t>(token) / 64] |= uint64_t{1} << (token % 64);
-      } else {
-        sets->boundary.push_back({token, static_cast<uint16_t>(fa - 1), fa_state});
-      }
+      inside[static_cast<size_t>(token) / 64] |= uint64_t{1} << (token % 64);
     }
-    stack.push_back(next);
-    first_accept.push_back(fa);
-    accept_state.push_back(fa_state);
+    if (node.depth + 1u > frames.size()) frames.resize(node.depth + 1u);
+    frames[node.depth] = Frame{next, !lex.accepting(next).empty(), r, r_state};
     ++i;
   }
-  // Tokens that stay inside but passed an accepting state are allowed already; the others with
-  // a possible lexeme end were recorded above.
-  token_set_bytes_ +=
-      sets->inside.size() * 8 + sets->boundary.size() * sizeof(LexerTokenSets::Boundary);
+  token_set_bytes_ += sets->inside.size() * 8 + sets->roots.size() * sizeof(LexerTokenSets::Root);
   auto [pos, inserted] = token_sets_.emplace(state, std::move(sets));
   return *pos->second;
 }

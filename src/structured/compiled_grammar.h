@@ -38,17 +38,18 @@ inline constexpr bool is_lexeme_symbol(int32_t symbol) {
 }
 
 // Tokens whose bytes a lexer state can consume without any lexeme ending (`inside`: allowed for
-// sure while that state's node is live) and tokens along whose bytes a lexeme may end
-// (`boundary`: the parser decides), with the offset and lexer state of the first byte after
-// which a lexeme may end.
+// sure while that state's node is live) and the trie subtrees (TokenTable::trie) that hold the
+// tokens along whose bytes a lexeme may end (`roots`: the parser decides). A root is the trie
+// node whose byte follows the first possible lexeme end on its path, so every token below it
+// shares that end; `state` is the lexer state before the root's byte (it accepts something).
+// Only subtrees holding at least one token the lexer alone cannot decide are listed.
 struct LexerTokenSets {
   std::vector<uint64_t> inside;  // bit mask [num_mask_words]
-  struct Boundary {
-    int32_t token = 0;
-    uint16_t offset = 0;   // bytes consumed before the first possible lexeme end
-    LexerState state = 0;  // the lexer state after those bytes (accepting something)
+  struct Root {
+    uint32_t node = 0;     // trie node index
+    LexerState state = 0;  // lexer state after the bytes above the node (accepting)
   };
-  std::vector<Boundary> boundary;
+  std::vector<Root> roots;  // preorder, disjoint subtrees
 };
 
 class CompiledGrammar {
