@@ -141,56 +141,8 @@ const LexerTokenSets& CompiledGrammar::token_sets(LexerState state) const {
     token_sets_.clear();
     token_set_bytes_ = 0;
   }
-  auto sets = std::make_unique<LexerTokenSets>();
-  const TokenTable& table = *tokens_;
-  sets->inside.assign(table.num_mask_words(), 0);
-  const auto& trie = table.trie();
-  const auto& by_node = table.tokens_by_node();
-  // Walk the trie with the lexer alone. frames[d]: the path's first d bytes (d = 0: none yet) —
-  // the lexer state after them, whether it accepts, and the root (1 + trie node that follows
-  // the first accepting state on the path; 0 = none yet) with the state before it.
-  struct Frame {
-    LexerState state = kDeadLexerState;
-    bool accepts = false;
-    uint32_t root = 0;
-    LexerState root_state = kDeadLexerState;
-  };
-  Lexer& lex = *lexer_;
-  std::vector<Frame> frames(2);
-  frames[0] = Frame{state, !lex.accepting(state).empty(), 0, kDeadLexerState};
-  const TokenTable::TrieNode* nodes = trie.data();
-  const auto num_nodes = static_cast<uint32_t>(trie.size());
-  uint64_t* inside = sets->inside.data();
-  uint32_t i = 1;
-  while (i < num_nodes) {
-    const TokenTable::TrieNode& node = nodes[i];
-    const Frame& parent = frames[node.depth - 1];
-    uint32_t r = parent.root;
-    LexerState r_state = parent.root_state;
-    if (r == 0 && parent.accepts) {
-      // A lexeme may end before this byte: the tokens below that the lexer alone rejects go
-      // to the parser.
-      r = i + 1;
-      r_state = parent.state;
-    }
-    const LexerState next = lex.next(parent.state, node.byte);
-    if (next == kDeadLexerState) {
-      // No lexeme goes on: every token below is rejected (no possible end on the path) or
-      // left to the parser from this root.
-      if (r != 0 && (sets->roots.empty() || sets->roots.back().node != r - 1))
-        sets->roots.push_back({r - 1, r_state});
-      i = node.subtree_end;
-      continue;
-    }
-    for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
-      const int32_t token = by_node[t];
-      inside[static_cast<size_t>(token) / 64] |= uint64_t{1} << (token % 64);
-    }
-    if (node.depth + 1u > frames.size()) frames.resize(node.depth + 1u);
-    frames[node.depth] = Frame{next, !lex.accepting(next).empty(), r, r_state};
-    ++i;
-  }
-  token_set_bytes_ += sets->inside.size() * 8 + sets->roots.size() * sizeof(LexerTokenSets::Root);
+  auto sets = std::make_unique<LexerTokenSets>(compute_lexer_token_sets(*lexer_, *tokens_, state));
+  token_set_bytes_ += sets->bytes();
   auto [pos, inserted] = token_sets_.emplace(state, std::move(sets));
   return *pos->second;
 }

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "structured/grammar.h"
 #include "structured/lexer.h"
+#include "structured/lexer_token_sets.h"
 #include "structured/token_table.h"
 
 namespace pagoda::structured {
@@ -36,21 +37,6 @@ inline constexpr int32_t decode_lexeme(int32_t symbol) {
 inline constexpr bool is_lexeme_symbol(int32_t symbol) {
   return symbol < 0 && symbol != kEnd;
 }
-
-// Tokens whose bytes a lexer state can consume without any lexeme ending (`inside`: allowed for
-// sure while that state's node is live) and the trie subtrees (TokenTable::trie) that hold the
-// tokens along whose bytes a lexeme may end (`roots`: the parser decides). A root is the trie
-// node whose byte follows the first possible lexeme end on its path, so every token below it
-// shares that end; `state` is the lexer state before the root's byte (it accepts something).
-// Only subtrees holding at least one token the lexer alone cannot decide are listed.
-struct LexerTokenSets {
-  std::vector<uint64_t> inside;  // bit mask [num_mask_words]
-  struct Root {
-    uint32_t node = 0;     // trie node index
-    LexerState state = 0;  // lexer state after the bytes above the node (accepting)
-  };
-  std::vector<Root> roots;  // preorder, disjoint subtrees
-};
 
 class CompiledGrammar {
  public:

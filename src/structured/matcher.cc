@@ -7,10 +7,21 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar) : grammar_(std:
   parser_ = std::make_unique<Parser>(*grammar_);
 }
 
-void Matcher::mark_subtree(const Parser::Thread& start, uint32_t root, std::span<uint64_t> mask) {
-  const TokenTable& table = *grammar_->tokens();
-  const std::vector<TokenTable::TrieNode>& trie = table.trie();
-  const std::vector<int32_t>& by_node = table.tokens_by_node();
+bool Matcher::token_allowed_from(const Parser::Thread& thread, std::string_view bytes,
+                                 size_t offset, LexerState state) {
+  a_.assign(1, Parser::Thread{thread.node, state, false});
+  for (size_t i = offset; i < bytes.size(); ++i) {
+    parser_->step(a_, static_cast<uint8_t>(bytes[i]), b_);
+    if (b_.empty()) return false;
+    a_.swap(b_);
+  }
+  return true;
+}
+
+void Matcher::mark_subtree(const Parser::Thread& start, const TokenTable::Trie& tokens,
+                           uint32_t root, std::span<uint64_t> mask) {
+  const std::vector<TokenTable::TrieNode>& trie = tokens.nodes;
+  const std::vector<int32_t>& by_node = tokens.tokens_by_node;
   const size_t base = trie[root].depth;  // level 0: the threads before the root's byte
   if (levels_.empty()) levels_.resize(2);
   levels_[0].assign(1, start);
@@ -56,9 +67,13 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
   for (const Parser::Thread& thread : threads) {
     // The entry stays put while this loop runs (only token_sets() inserts into or clears the
     // cache; the parser steps below touch the lexer alone).
-    const std::vector<LexerTokenSets::Root>& roots = grammar_->token_sets(thread.lexer).roots;
-    for (const LexerTokenSets::Root& r : roots)
-      mark_subtree(Parser::Thread{thread.node, r.state, false}, r.node, mask);
+    const LexerTokenSets& sets = grammar_->token_sets(thread.lexer);
+    for (const LexerTokenSets::Root& r : sets.roots)
+      mark_subtree(Parser::Thread{thread.node, r.state, false}, *sets.trie, r.node, mask);
+    for (const LexerTokenSets::Boundary& b : sets.boundary) {
+      if ((mask[static_cast<size_t>(b.token) / 64] >> (b.token % 64)) & 1) continue;
+      if (token_allowed_from(thread, table.bytes(b.token), b.offset, b.state)) set(b.token);
+    }
   }
   if (parser_->can_end(threads)) {
     for (int32_t t : table.eog_tokens())

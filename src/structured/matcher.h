@@ -47,11 +47,16 @@ class Matcher {
   // Sets the tokens in the trie subtree of `root` whose bytes (from the root's byte on) leave a
   // live thread when fed to the parser from `start`: a depth-first walk, so a prefix shared by
   // many tokens is parsed once and a dead prefix drops its whole subtree.
-  void mark_subtree(const Parser::Thread& start, uint32_t root, std::span<uint64_t> mask);
+  void mark_subtree(const Parser::Thread& start, const TokenTable::Trie& trie, uint32_t root,
+                    std::span<uint64_t> mask);
+  // One token from its first possible lexeme end (`offset` bytes in, lexer state `state`).
+  bool token_allowed_from(const Parser::Thread& thread, std::string_view bytes, size_t offset,
+                          LexerState state);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::unique_ptr<Parser> parser_;
   bool finished_ = false;
+  Parser::Threads a_, b_;
   std::vector<Parser::Threads> levels_;  // levels_[d]: the threads d bytes below a walk's root
 };
 
