@@ -138,15 +138,21 @@ LexerTokenSets compute_lexer_token_sets(Lexer& lexer, const TokenTable& table, L
   sets.inside.assign(table.num_mask_words(), 0);
   ByteClass cls;
   uint32_t steps = 0;
-  if (state == kDeadLexerState || !class_chain(lexer, state, cls, steps)) {
+  auto walk_all = [&] {
+    sets.split.reset();
     sets.trie = &table.full_trie();
     walk_trie(lexer, *sets.trie, state, sets);
     return sets;
-  }
+  };
+  if (state == kDeadLexerState || !class_chain(lexer, state, cls, steps) || steps < kMinClassChain)
+    return walk_all();
   sets.split = table.split(cls);
   const TokenClassSplit& split = *sets.split;
-  // Pure tokens of at most `steps` bytes stay on the chain: inside. Longer ones are lexed.
+  // Pure tokens of at most `steps` bytes stay on the chain: inside. Longer ones are lexed one
+  // by one (and left to the parser one by one): where there are many, walk the whole trie.
   const size_t max_len = split.pure_len_end.size() - 1;
+  if (steps < max_len && split.pure.size() - split.pure_len_end[steps] > kMaxLexedTokens)
+    return walk_all();
   if (steps >= max_len) {
     for (size_t w = 0; w < sets.inside.size(); ++w)
       sets.inside[w] |= split.pure_mask[w];

@@ -48,8 +48,12 @@ struct LexerTokenSets {
 
 // A byte class needs this many bytes to be worth a split.
 inline constexpr int kMinSplitClass = 32;
-// Chain steps checked for a class; pure tokens longer than this are lexed one by one.
+// Chain steps checked for a class; pure tokens longer than the chain are lexed one by one. A
+// chain shorter than kMinClassChain, or one that leaves more than kMaxLexedTokens pure tokens
+// to lex, walks the whole trie instead.
 inline constexpr uint32_t kMaxClassChain = 16;
+inline constexpr uint32_t kMinClassChain = 4;
+inline constexpr size_t kMaxLexedTokens = 2048;
 
 LexerTokenSets compute_lexer_token_sets(Lexer& lexer, const TokenTable& table, LexerState state);
 

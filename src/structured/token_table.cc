@@ -54,12 +54,9 @@ void TokenTable::build_full_trie() {
     const std::string& pb = pieces_[static_cast<size_t>(b)];
     return pa != pb ? pa < pb : a < b;
   });
-  trie_ = build_trie(order);
-}
-
-TokenTable::Trie TokenTable::build_trie(const std::vector<int32_t>& order) const {
   // Preorder construction from the sorted list: a stack of open nodes, one per depth.
-  Trie trie;
+  Trie& trie = trie_;
+  trie = Trie{};
   std::vector<TrieNode>& nodes = trie.nodes;
   nodes.push_back(TrieNode{});
   std::vector<uint32_t> open = {0};  // open[d] = node at depth d on the current path
@@ -93,7 +90,6 @@ TokenTable::Trie TokenTable::build_trie(const std::vector<int32_t>& order) const
   }
   close_to(0);
   nodes[0].subtree_end = static_cast<uint32_t>(nodes.size());
-  return trie;
 }
 
 std::shared_ptr<const TokenClassSplit> TokenTable::split(const ByteClass& cls) const {

@@ -75,9 +75,6 @@ class TokenTable {
   static constexpr size_t kMaxSplits = 16;
   std::shared_ptr<const TokenClassSplit> split(const ByteClass& cls) const;
 
-  // Builds a trie over `tokens` (sorted by piece, then id; each with 1..1024 bytes).
-  Trie build_trie(const std::vector<int32_t>& tokens) const;
-
  private:
   void build_full_trie();
 
