@@ -141,53 +141,8 @@ const LexerTokenSets& CompiledGrammar::token_sets(LexerState state) const {
     token_sets_.clear();
     token_set_bytes_ = 0;
   }
-  auto sets = std::make_unique<LexerTokenSets>();
-  const TokenTable& table = *tokens_;
-  sets->inside.assign(table.num_mask_words(), 0);
-  const auto& trie = table.trie();
-  const auto& by_node = table.tokens_by_node();
-  // Walk the trie with the lexer alone. stack[d] = lexer state after d bytes; first_accept[d] is
-  // 1 + the depth of the first accepting state on the path to it (0 = none yet).
-  std::vector<LexerState> stack(1, state);
-  std::vector<uint16_t> first_accept(1, 0);
-  std::vector<LexerState> accept_state(1, 0);
-  Lexer& lex = *lexer_;
-  size_t i = 1;
-  while (i < trie.size()) {
-    const TokenTable::TrieNode& node = trie[i];
-    stack.resize(node.depth);
-    first_accept.resize(node.depth);
-    accept_state.resize(node.depth);
-    const LexerState prev = stack.back();
-    // A lexeme may end before this byte: every token below goes to the parser.
-    uint16_t fa = first_accept.back();
-    LexerState fa_state = accept_state.back();
-    if (fa == 0 && !lex.accepting(prev).empty()) {
-      fa = node.depth;  // 1 + (depth - 1)
-      fa_state = prev;
-    }
-    const LexerState next = lex.next(prev, node.byte);
-    if (next == kDeadLexerState && fa == 0) {
-      i = node.subtree_end;  // no lexeme continues and none could end: all rejected
-      continue;
-    }
-    for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
-      const int32_t token = by_node[t];
-      if (next != kDeadLexerState) {
-        sets->inside[static_cast<size_t>(token) / 64] |= uint64_t{1} << (token % 64);
-      } else {
-        sets->boundary.push_back({token, static_cast<uint16_t>(fa - 1), fa_state});
-      }
-    }
-    stack.push_back(next);
-    first_accept.push_back(fa);
-    accept_state.push_back(fa_state);
-    ++i;
-  }
-  // Tokens that stay inside but passed an accepting state are allowed already; the others with
-  // a possible lexeme end were recorded above.
-  token_set_bytes_ +=
-      sets->inside.size() * 8 + sets->boundary.size() * sizeof(LexerTokenSets::Boundary);
+  auto sets = std::make_unique<LexerTokenSets>(compute_lexer_token_sets(*lexer_, *tokens_, state));
+  token_set_bytes_ += sets->bytes();
   auto [pos, inserted] = token_sets_.emplace(state, std::move(sets));
   return *pos->second;
 }

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "structured/grammar.h"
 #include "structured/lexer.h"
+#include "structured/lexer_token_sets.h"
 #include "structured/token_table.h"
 
 namespace pagoda::structured {
@@ -36,20 +37,6 @@ inline constexpr int32_t decode_lexeme(int32_t symbol) {
 inline constexpr bool is_lexeme_symbol(int32_t symbol) {
   return symbol < 0 && symbol != kEnd;
 }
-
-// Tokens whose bytes a lexer state can consume without any lexeme ending (`inside`: allowed for
-// sure while that state's node is live) and tokens along whose bytes a lexeme may end
-// (`boundary`: the parser decides), with the offset and lexer state of the first byte after
-// which a lexeme may end.
-struct LexerTokenSets {
-  std::vector<uint64_t> inside;  // bit mask [num_mask_words]
-  struct Boundary {
-    int32_t token = 0;
-    uint16_t offset = 0;   // bytes consumed before the first possible lexeme end
-    LexerState state = 0;  // the lexer state after those bytes (accepting something)
-  };
-  std::vector<Boundary> boundary;
-};
 
 class CompiledGrammar {
  public:

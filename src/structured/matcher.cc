@@ -9,8 +9,6 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar) : grammar_(std:
 
 bool Matcher::token_allowed_from(const Parser::Thread& thread, std::string_view bytes,
                                  size_t offset, LexerState state) {
-  // The first `offset` bytes kept `thread` inside its lexeme, reaching `state`; go on from there
-  // with the full parser.
   a_.assign(1, Parser::Thread{thread.node, state, false});
   for (size_t i = offset; i < bytes.size(); ++i) {
     parser_->step(a_, static_cast<uint8_t>(bytes[i]), b_);
@@ -18,6 +16,32 @@ bool Matcher::token_allowed_from(const Parser::Thread& thread, std::string_view 
     a_.swap(b_);
   }
   return true;
+}
+
+void Matcher::mark_subtree(const Parser::Thread& start, const TokenTable::Trie& tokens,
+                           uint32_t root, std::span<uint64_t> mask) {
+  const std::vector<TokenTable::TrieNode>& trie = tokens.nodes;
+  const std::vector<int32_t>& by_node = tokens.tokens_by_node;
+  const size_t base = trie[root].depth;  // level 0: the threads before the root's byte
+  if (levels_.empty()) levels_.resize(2);
+  levels_[0].assign(1, start);
+  const uint32_t end = trie[root].subtree_end;
+  for (uint32_t i = root; i < end;) {
+    const TokenTable::TrieNode& node = trie[i];
+    const size_t d = node.depth - base;  // the parent's level
+    if (levels_.size() < d + 2) levels_.resize(d + 2);
+    Parser::Threads& out = levels_[d + 1];
+    parser_->step(levels_[d], node.byte, out);
+    if (out.empty()) {
+      i = node.subtree_end;  // no thread survives this prefix: nothing below is allowed
+      continue;
+    }
+    for (uint32_t t = node.token_begin; t < node.token_end; ++t) {
+      const int32_t token = by_node[t];
+      mask[static_cast<size_t>(token) / 64] |= uint64_t{1} << (token % 64);
+    }
+    ++i;
+  }
 }
 
 void Matcher::fill_mask(std::span<uint64_t> mask) {
@@ -43,9 +67,10 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
   for (const Parser::Thread& thread : threads) {
     // The entry stays put while this loop runs (only token_sets() inserts into or clears the
     // cache; the parser steps below touch the lexer alone).
-    const std::vector<LexerTokenSets::Boundary>& boundary =
-        grammar_->token_sets(thread.lexer).boundary;
-    for (const LexerTokenSets::Boundary& b : boundary) {
+    const LexerTokenSets& sets = grammar_->token_sets(thread.lexer);
+    for (const LexerTokenSets::Root& r : sets.roots)
+      mark_subtree(Parser::Thread{thread.node, r.state, false}, *sets.trie, r.node, mask);
+    for (const LexerTokenSets::Boundary& b : sets.boundary) {
       if ((mask[static_cast<size_t>(b.token) / 64] >> (b.token % 64)) & 1) continue;
       if (token_allowed_from(thread, table.bytes(b.token), b.offset, b.state)) set(b.token);
     }

@@ -3,8 +3,8 @@
 // thread; end-of-generation tokens only where the grammar may end); accept_token() advances.
 //
 // Masks come mostly from per-lexer-state token sets cached in the CompiledGrammar (a token that
-// stays inside the current lexeme is allowed without asking the parser); only tokens along
-// whose bytes a lexeme may end are run through the parser.
+// stays inside the current lexeme is allowed without asking the parser); only the trie subtrees
+// holding tokens along whose bytes a lexeme may end are walked with the parser.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,12 @@ class Matcher {
   const CompiledGrammar& grammar() const { return *grammar_; }
 
  private:
+  // Sets the tokens in the trie subtree of `root` whose bytes (from the root's byte on) leave a
+  // live thread when fed to the parser from `start`: a depth-first walk, so a prefix shared by
+  // many tokens is parsed once and a dead prefix drops its whole subtree.
+  void mark_subtree(const Parser::Thread& start, const TokenTable::Trie& trie, uint32_t root,
+                    std::span<uint64_t> mask);
+  // One token from its first possible lexeme end (`offset` bytes in, lexer state `state`).
   bool token_allowed_from(const Parser::Thread& thread, std::string_view bytes, size_t offset,
                           LexerState state);
 
@@ -51,6 +57,7 @@ class Matcher {
   std::unique_ptr<Parser> parser_;
   bool finished_ = false;
   Parser::Threads a_, b_;
+  std::vector<Parser::Threads> levels_;  // levels_[d]: the threads d bytes below a walk's root
 };
 
 }  // namespace pagoda::structured

@@ -84,11 +84,10 @@ void Parser::step(const Threads& in, uint8_t byte, Threads& out) {
     const LexerState next = lexer.next(t.lexer, byte);
     if (next != kDeadLexerState) push(Thread{t.node, next, false});
     if (t.fresh) continue;
-    // Copy: complete() may grow the lexer's tables that accepting() points into.
-    const std::span<const int32_t> acc = lexer.accepting(t.lexer);
-    const std::vector<int32_t> ended(acc.begin(), acc.end());
-    for (int32_t lexeme : ended) {
-      const uint32_t node = complete(t.node, lexeme);
+    // By index: complete() may grow the lexer's tables that accepting() points into (a state's
+    // list itself never changes).
+    for (size_t j = 0; j < lexer.accepting(t.lexer).size(); ++j) {
+      const uint32_t node = complete(t.node, lexer.accepting(t.lexer)[j]);
       const LexerState s = lexer.next(nodes_[node].lexer_start, byte);
       if (s != kDeadLexerState) push(Thread{node, s, false});
     }
@@ -113,10 +112,8 @@ bool Parser::can_end(const Threads& threads) {
       if (nodes_[t.node].can_end) return true;
       continue;
     }
-    const std::span<const int32_t> acc = lexer.accepting(t.lexer);
-    const std::vector<int32_t> ended(acc.begin(), acc.end());
-    for (int32_t lexeme : ended) {
-      if (nodes_[complete(t.node, lexeme)].can_end) return true;
+    for (size_t j = 0; j < lexer.accepting(t.lexer).size(); ++j) {
+      if (nodes_[complete(t.node, lexer.accepting(t.lexer)[j])].can_end) return true;
     }
   }
   return false;

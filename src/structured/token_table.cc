@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "structured/token_class_split.h"
+
 namespace pagoda::structured {
 
 std::shared_ptr<const TokenTable> TokenTable::create(const tokenizer::Tokenizer& tokenizer,
@@ -20,7 +22,7 @@ std::shared_ptr<const TokenTable> TokenTable::create(const tokenizer::Tokenizer&
     if (tokenizer.is_control(id)) continue;
     table->pieces_[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, false);
   }
-  table->build_trie();
+  table->build_full_trie();
   return table;
 }
 
@@ -36,11 +38,11 @@ std::shared_ptr<const TokenTable> TokenTable::from_pieces(std::vector<std::strin
     table->eog_ids_.push_back(id);
     table->pieces_[static_cast<size_t>(id)].clear();
   }
-  table->build_trie();
+  table->build_full_trie();
   return table;
 }
 
-void TokenTable::build_trie() {
+void TokenTable::build_full_trie() {
   std::vector<int32_t> order;
   for (int32_t id = 0; id < vocab_size_; ++id) {
     // A piece longer than any real token (1 KiB) is left out: never allowed.
@@ -53,14 +55,15 @@ void TokenTable::build_trie() {
     return pa != pb ? pa < pb : a < b;
   });
   // Preorder construction from the sorted list: a stack of open nodes, one per depth.
-  trie_.clear();
-  tokens_by_node_.clear();
-  trie_.push_back(TrieNode{});
+  Trie& trie = trie_;
+  trie = Trie{};
+  std::vector<TrieNode>& nodes = trie.nodes;
+  nodes.push_back(TrieNode{});
   std::vector<uint32_t> open = {0};  // open[d] = node at depth d on the current path
   std::string_view prev;
   auto close_to = [&](size_t depth) {
     while (open.size() > depth + 1) {
-      trie_[open.back()].subtree_end = static_cast<uint32_t>(trie_.size());
+      nodes[open.back()].subtree_end = static_cast<uint32_t>(nodes.size());
       open.pop_back();
     }
   };
@@ -74,19 +77,30 @@ void TokenTable::build_trie() {
       TrieNode node;
       node.byte = static_cast<uint8_t>(p[d]);
       node.depth = static_cast<uint16_t>(std::min<size_t>(d + 1, UINT16_MAX));
-      trie_.push_back(node);
-      open.push_back(static_cast<uint32_t>(trie_.size() - 1));
+      nodes.push_back(node);
+      open.push_back(static_cast<uint32_t>(nodes.size() - 1));
     }
-    TrieNode& last = trie_[open.back()];
+    TrieNode& last = nodes[open.back()];
     if (last.token_end == 0 && last.token_begin == 0) {
-      last.token_begin = static_cast<uint32_t>(tokens_by_node_.size());
+      last.token_begin = static_cast<uint32_t>(trie.tokens_by_node.size());
     }
-    tokens_by_node_.push_back(id);
-    last.token_end = static_cast<uint32_t>(tokens_by_node_.size());
+    trie.tokens_by_node.push_back(id);
+    last.token_end = static_cast<uint32_t>(trie.tokens_by_node.size());
     prev = p;
   }
   close_to(0);
-  trie_[0].subtree_end = static_cast<uint32_t>(trie_.size());
+  nodes[0].subtree_end = static_cast<uint32_t>(nodes.size());
+}
+
+std::shared_ptr<const TokenClassSplit> TokenTable::split(const ByteClass& cls) const {
+  std::lock_guard lock(splits_mutex_);
+  for (const auto& s : splits_) {
+    if (s->cls == cls) return s;
+  }
+  auto made = std::make_shared<const TokenClassSplit>(make_token_class_split(*this, cls));
+  if (splits_.size() >= kMaxSplits) splits_.erase(splits_.begin());
+  splits_.push_back(made);
+  return made;
 }
 
 }  // namespace pagoda::structured

@@ -7,8 +7,10 @@
 // sampled under a constraint, and only where the constraint may end.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,14 +19,29 @@
 
 namespace pagoda::structured {
 
+struct TokenClassSplit;
+
+// A set of bytes (bit b of word b / 64).
+struct ByteClass {
+  std::array<uint64_t, 4> bits{};
+  bool has(uint8_t b) const { return ((bits[b / 64] >> (b % 64)) & 1) != 0; }
+  void add(uint8_t b) { bits[b / 64] |= uint64_t{1} << (b % 64); }
+  bool operator==(const ByteClass&) const = default;
+};
+
 class TokenTable {
  public:
   struct TrieNode {
     uint8_t byte = 0;
     uint16_t depth = 0;        // bytes from the root (root: 0)
     uint32_t subtree_end = 0;  // index one past the last node of this subtree (preorder)
-    uint32_t token_begin = 0;  // tokens ending exactly here: tokens_by_node_[begin, end)
+    uint32_t token_begin = 0;  // tokens ending exactly here: Trie::tokens_by_node[begin, end)
     uint32_t token_end = 0;
+  };
+  // A byte trie over some of the tokens, in preorder; node 0 is the root (no byte).
+  struct Trie {
+    std::vector<TrieNode> nodes;
+    std::vector<int32_t> tokens_by_node;
   };
 
   // `vocab_size` may exceed the tokenizer's (padded embedding rows: never allowed).
@@ -47,19 +64,27 @@ class TokenTable {
            eog_[static_cast<size_t>(token)] != 0;
   }
   const std::vector<int32_t>& eog_tokens() const { return eog_ids_; }
-  // Preorder trie; node 0 is the root (no byte).
-  const std::vector<TrieNode>& trie() const { return trie_; }
-  const std::vector<int32_t>& tokens_by_node() const { return tokens_by_node_; }
+  // Preorder trie over every token with bytes; node 0 is the root (no byte).
+  const Trie& full_trie() const { return trie_; }
+  const std::vector<TrieNode>& trie() const { return trie_.nodes; }
+  const std::vector<int32_t>& tokens_by_node() const { return trie_.tokens_by_node; }
+
+  // The trie's tokens split by `cls` (token_class_split.h), built on first use and kept for
+  // the table's life in a small cache (the oldest entry is dropped beyond kMaxSplits).
+  // Thread-safe.
+  static constexpr size_t kMaxSplits = 16;
+  std::shared_ptr<const TokenClassSplit> split(const ByteClass& cls) const;
 
  private:
-  void build_trie();
+  void build_full_trie();
 
   int32_t vocab_size_ = 0;
   std::vector<std::string> pieces_;  // [vocab_size]; "" = never allowed by bytes
   std::vector<uint8_t> eog_;         // [vocab_size]
   std::vector<int32_t> eog_ids_;
-  std::vector<TrieNode> trie_;
-  std::vector<int32_t> tokens_by_node_;
+  Trie trie_;
+  mutable std::mutex splits_mutex_;
+  mutable std::vector<std::shared_ptr<const TokenClassSplit>> splits_;  // oldest first
 };
 
 }  // namespace pagoda::structured

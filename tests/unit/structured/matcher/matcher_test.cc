@@ -17,18 +17,14 @@ std::shared_ptr<const TokenTable> synthetic_table(int32_t* eos) {
   std::vector<std::string> pieces;
   for (int c = 0x20; c < 0x7f; ++c)
     pieces.push_back(std::string(1, static_cast<char>(c)));
-  for (const char* p : {"{\"",         "\":",      "\": ",
-                        "\",",         "\"}",      "\"]",
-                        "1}",          "12",       "3,",
-                        "0.",          "e+",       "true",
-                        "null",        "false",    " \"",
-                        "\n",          "\n  ",     "ab",
-                        "abc\"",       "\":\"",    "},{",
-                        "[{",          "\\n",      "\\u00",
-                        "\xc3",        "\xa9",     "\xc3\xa9",
-                        "\xf0\x9f",    "\x98\x80", "\xf0\x9f\x98\x80",
-                        "\xe4\xb8",    "\xad",     "\xe4\xb8\xad\"",
-                        "\xc3\xa9\",", "\x80",     "\xff"})
+  for (const char* p :
+       {"{\"", "\":", "\": ", "\",", "\"}", "\"]", "1}", "12", "3,", "0.", "e+", "true", "null",
+        "false", " \"", "\n", "\n  ", "ab", "abc\"", "\":\"", "},{", "[{", "\\n", "\\u00", "\xc3",
+        "\xa9", "\xc3\xa9", "\xf0\x9f", "\x98\x80", "\xf0\x9f\x98\x80", "\xe4\xb8", "\xad",
+        "\xe4\xb8\xad\"", "\xc3\xa9\",", "\x80", "\xff",
+        // longer than a counted string's chain; three lexemes in one token
+        "abcdefgh", "hello world", "a b c d e f g h i j k l m n o p q", "\",\"", "1,2,",
+        "\"a\":1,"})
     pieces.push_back(p);
   pieces.push_back("");  // a control token: no bytes, never allowed
   *eos = static_cast<int32_t>(pieces.size());
@@ -96,6 +92,29 @@ TEST(Matcher, MaskEqualsBruteForceOnUtf8Strings) {
   const int32_t root = b.add_rule("root");
   b.add_alternative(root, {b.literal("\""), b.lexeme("[^\"a-z]{1,6}"), b.literal("\",")});
   random_walks(std::move(b).build(root).value(), 30, 12);
+}
+
+TEST(Matcher, MaskEqualsBruteForceOnCountedStrings) {
+  // A string body of bounded length: its lexer states map the printable bytes along a finite
+  // chain (token sets split by byte class, with the long pure tokens lexed one by one) that
+  // may end after 2 to 9 bytes, so tokens like `abc"` and `","` cross its end.
+  GrammarBuilder b;
+  const int32_t root = b.add_rule("root");
+  const Symbol body = b.lexeme("[^\"\\\\]{2,9}");
+  const Symbol item = b.sequence("item", {b.literal("\""), body, b.literal("\"")});
+  b.add_alternative(root,
+                    {b.literal("["), item, b.star("more", {b.literal(","), item}), b.literal("]")});
+  random_walks(std::move(b).build(root).value(), 30, 20);
+}
+
+TEST(Matcher, MaskEqualsBruteForceOnAcceptingClassLoop) {
+  // A lexeme that accepts at every length and loops on a large class (`[ -~]+` then digits):
+  // every token may end it anywhere, so roots sit right below the trie's root.
+  GrammarBuilder b;
+  const int32_t root = b.add_rule("root");
+  b.add_alternative(root, {b.lexeme("[ -z]+"), b.literal("|"), b.lexeme("[0-9,]+"),
+                           b.star("tail", {b.literal(":"), b.lexeme("[ -9]+")})});
+  random_walks(std::move(b).build(root).value(), 20, 20);
 }
 
 TEST(Matcher, RejectsDisallowedTokensAndKeepsState) {
