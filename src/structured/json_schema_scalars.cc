@@ -172,8 +172,18 @@ Result<Alts> Compiler::string_alts(const Conj& conj) {
         return invalid_argument("json_schema: 'format' at {} must be a string",
                                 display_pointer(part.pointer));
       }
-      std::optional<StringContent> content = format_content(f->get_ref<const std::string&>());
-      if (!content) continue;  // an unknown format is an annotation
+      const std::string& name = f->get_ref<const std::string&>();
+      std::optional<StringContent> content = format_content(name);
+      if (!content) {
+        // A format JSON Schema defines that the grammar does not enforce is refused; another
+        // (a custom name) is an annotation, as validators treat it.
+        if (is_unenforced_standard_format(name)) {
+          return invalid_argument(
+              "json_schema: keyword 'format' at {}: format '{}' is not supported",
+              display_pointer(part.pointer), name);
+        }
+        continue;
+      }
       if (format && format->regex != content->regex) {
         return invalid_argument(
             "json_schema: keyword 'format' at {}: two different formats at one position are not "

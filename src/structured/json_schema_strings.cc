@@ -736,7 +736,26 @@ std::optional<StringContent> format_content(std::string_view format) {
         6, std::nullopt};
   }
   if (format == "uri") return StringContent{"(?:" + kUri + ")", 2, std::nullopt};
+  if (format == "hostname") {
+    // RFC 1123 labels (1-63 letters, digits, '-', not at either end) joined by '.'; the 253-byte
+    // total is not enforced.
+    return StringContent{
+        "(?:[A-Za-z0-9](?:[A-Za-z0-9\\-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9\\-]{0,61}"
+        "[A-Za-z0-9])?)*)",
+        1, std::nullopt};
+  }
   return std::nullopt;
+}
+
+bool is_unenforced_standard_format(std::string_view format) {
+  static constexpr std::string_view kFormats[] = {
+      "ipv6",         "uri-reference", "iri",          "iri-reference",         "idn-email",
+      "idn-hostname", "uri-template",  "json-pointer", "relative-json-pointer", "regex",
+      "duration"};
+  for (std::string_view f : kFormats) {
+    if (format == f) return true;
+  }
+  return false;
 }
 
 namespace {

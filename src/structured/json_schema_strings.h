@@ -47,9 +47,13 @@ inline constexpr int64_t kMaxLengthInRegex = 256;
 // other than a leading ^ / trailing $, Unicode property escapes, counts above 1000.
 Result<StringContent> pattern_content(std::string_view pattern);
 
-// The `format`s with a regex (date-time, date, time, uuid, email, uri, ipv4); nullopt for any
-// other format name (an annotation, as draft 2020-12 has it).
+// The `format`s with a regex (date-time, date, time, uuid, email, uri, ipv4, hostname); nullopt
+// for any other format name.
 std::optional<StringContent> format_content(std::string_view format);
+
+// A format JSON Schema defines (ipv6, uri-reference, iri, regex, duration, ...) without a regex
+// here: refused. Other names without a regex are custom formats: annotations.
+bool is_unenforced_standard_format(std::string_view format);
 
 // A regex for a JSON object key (quotes included) that is none of `names`. Keys are written in
 // canonical form (json_string_text: no optional escapes), which makes "not one of the names" a

@@ -55,7 +55,10 @@ TEST(FormatRegex, Ipv4OctetsAndTimes) {
       EXPECT_EQ(time.full_match(text), h <= 23 && m <= 59) << text;
     }
   }
-  EXPECT_FALSE(format_content("hostname"));
+  EXPECT_TRUE(format_content("hostname"));
+  EXPECT_FALSE(format_content("ipv6"));
+  EXPECT_TRUE(is_unenforced_standard_format("ipv6"));
+  EXPECT_FALSE(is_unenforced_standard_format("int32"));
   EXPECT_FALSE(format_content("int32"));
 }
 

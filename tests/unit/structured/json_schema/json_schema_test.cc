@@ -280,8 +280,14 @@ TEST(JsonSchema, Formats) {
          {R"("https://example.com/a?b=c#d")", R"("mailto:x@y.z")", R"("urn:a:b")",
           R"("http://u:p@h:80/%20")"},
          {R"("example.com")", R"("http://a b")", R"("http://a#b#c")", R"("")"}});
-  // An unknown format is an annotation.
-  check({R"({"type":"string","format":"hostname"})", {R"("anything at all")"}, {"1"}});
+  check({R"({"type":"string","format":"hostname"})",
+         {R"("localhost")", R"("a-b.example.com")", R"("x1")"},
+         {R"("localhost:8080")", R"("_bad")", R"("-a.com")", R"("a-.com")", R"("a..b")", R"("")"}});
+  // A custom format is an annotation; a standard one we do not enforce is refused.
+  check({R"({"type":"string","format":"only-a"})", {R"("anything at all")"}, {"1"}});
+  Result<Grammar> ipv6 = compile_json_schema(R"({"type":"string","format":"ipv6"})");
+  ASSERT_FALSE(ipv6.ok());
+  EXPECT_NE(ipv6.status().message().find("format 'ipv6'"), std::string::npos);
 }
 
 TEST(JsonSchema, IntegersWithRanges) {
