@@ -168,7 +168,11 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
     --num_unfinished_;
     if (out.finish_reason == FinishReason::kError) {
       abort_all();
-      fail(internal(out.error.empty() ? "generation failed" : "generation failed: " + out.error));
+      if (out.error_code == StatusCode::kInvalidArgument) {
+        fail(bad_request(out.error));  // the request's own fault (its grammar), found late
+      } else {
+        fail(internal(out.error.empty() ? "generation failed" : "generation failed: " + out.error));
+      }
       return;
     }
     if (out.finish_reason == FinishReason::kAbort) {

@@ -122,8 +122,11 @@ struct RequestOutput {
   std::string stop_reason;               // the stop string that ended it, if any
   std::optional<int32_t> stop_token_id;  // the EOS / stop_token_ids entry that ended it, if any
   std::string error;                     // finish_reason == kError
-  RequestUsage usage;                    // on finished outputs (per sample: prompt counted in each)
-  RequestTimings timings;                // on finished outputs
+  // finish_reason == kError: what failed. kInvalidArgument: the request itself (its grammar
+  // cannot be compiled); kInternal (the default): the engine.
+  StatusCode error_code = StatusCode::kInternal;
+  RequestUsage usage;      // on finished outputs (per sample: prompt counted in each)
+  RequestTimings timings;  // on finished outputs
 };
 
 // A snapshot; counters (_total, num_steps, sums) only grow.

@@ -57,12 +57,25 @@ class EngineImpl final : public Engine {
 
   Status add_request(GenerateRequest request, OutputCallback on_output) override {
     PAGODA_RETURN_IF_ERROR(sampling::validate(request.sampling, info_.vocab_size));
+    engine::SamplingGate gate;
     if (!request.sampling.structured.empty()) {
-      // Compiled here, on the caller's thread (cached; the runner finds it), so a constraint we
-      // cannot enforce is refused with the reason and the step loop never waits for a compile.
-      PAGODA_RETURN_IF_ERROR(grammars_->get(request.sampling.structured).take_status());
+      // The constraint is checked here (every keyword: a constraint we cannot enforce is refused
+      // with the reason) and compiled in the background while the prompt is computed: the
+      // request's first sample waits for it, the runner then finds it cached.
+      PAGODA_RETURN_IF_ERROR(structured::build_grammar(request.sampling.structured).take_status());
+      std::shared_future<structured::CompileResult> compiled =
+          grammars_->compile_async(request.sampling.structured);
+      if (compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        if (!compiled.get().ok()) return compiled.get().status();
+      } else {
+        gate = [compiled]() -> std::optional<Status> {
+          if (compiled.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+            return std::nullopt;
+          return compiled.get().status();
+        };
+      }
     }
-    return core_->add_request(std::move(request), std::move(on_output));
+    return core_->add_request(std::move(request), std::move(on_output), std::move(gate));
   }
   void abort(const std::string& request_id) override { core_->abort(request_id); }
   EngineStats stats() const override { return core_->stats(); }

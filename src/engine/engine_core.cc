@@ -54,7 +54,8 @@ EngineCore::~EngineCore() {
   shutdown();
 }
 
-Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output) {
+Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output,
+                               SamplingGate gate) {
   const Clock::time_point arrival = Clock::now();
   if (request.request_id.empty()) return invalid_argument("request_id must not be empty");
   if (!on_output) return invalid_argument("on_output callback must be set");
@@ -97,6 +98,7 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
   nr.priority = request.priority;
   nr.cache_salt = std::move(request.cache_salt);
   nr.arrival_time = arrival;
+  nr.sampling_gate = std::move(gate);
 
   auto group = std::make_unique<Group>();
   group->request_id = request.request_id;
@@ -243,6 +245,7 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
     return false;
   }
   apply_aborts(out);
+  apply_gate_failures(out);
   bool ran = false;
   if (scheduler_.has_unfinished_requests()) {
     StepResult step = run_step(scheduler_, *executor_, &lock);
@@ -255,8 +258,8 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
   }
   flush();
   if (!ran && !stopping_ && pending_aborts_.empty() && scheduler_.has_unfinished_requests()) {
-    // Nothing runnable although requests wait (should not happen: every admitted request fits
-    // the cache alone). Do not spin.
+    // Nothing runnable although requests wait: they wait for their SamplingGate (every admitted
+    // request fits the cache alone). Poll again shortly; do not spin.
     work_cv_.wait_for(lock, std::chrono::milliseconds(1));
   }
   return true;
@@ -271,6 +274,15 @@ void EngineCore::apply_aborts(std::vector<Delivery>& out) {
   }
 }
 
+void EngineCore::apply_gate_failures(std::vector<Delivery>& out) {
+  for (auto& [id, status] : scheduler_.poll_sampling_gates()) {
+    const auto it = sequences_.find(id);
+    if (it == sequences_.end()) continue;
+    (void)scheduler_.abort(id);  // a gated request has not sampled: it has no forks
+    abort_group(*it->second.group, FinishReason::kError, status.message(), out, status.code());
+  }
+}
+
 void EngineCore::emit(Group& group, RequestOutput output, std::vector<Delivery>& out) {
   if (output.finished) {
     ++group.num_finished;
@@ -280,20 +292,24 @@ void EngineCore::emit(Group& group, RequestOutput output, std::vector<Delivery>&
 }
 
 void EngineCore::abort_group(Group& group, FinishReason reason, const std::string& error,
-                             std::vector<Delivery>& out) {
+                             std::vector<Delivery>& out, StatusCode error_code) {
   const Clock::time_point now = Clock::now();
   for (const RequestId id : group.live) {
     if (reason == FinishReason::kAbort) (void)scheduler_.abort(id);
     const auto it = sequences_.find(id);
     PAGODA_CHECK(it != sequences_.end());
-    emit(group, it->second.state->finish_without_event(reason, now, error), out);
+    RequestOutput final_output = it->second.state->finish_without_event(reason, now, error);
+    if (reason == FinishReason::kError) final_output.error_code = error_code;
+    emit(group, std::move(final_output), out);
     sequences_.erase(it);
   }
   group.live.clear();
   if (!group.forked) {
     for (int32_t i = 1; i < group.n; ++i) {
       SequenceOutputState unborn(tokenizer_, group.options, i, group.arrival);
-      emit(group, unborn.finish_without_event(reason, now, error), out);
+      RequestOutput final_output = unborn.finish_without_event(reason, now, error);
+      if (reason == FinishReason::kError) final_output.error_code = error_code;
+      emit(group, std::move(final_output), out);
     }
   }
   PAGODA_CHECK(group.num_finished == group.n);

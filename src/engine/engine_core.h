@@ -10,9 +10,10 @@
 // its callback in order, from the loop thread, never while the mutex is held.
 //
 // Failures: an executor error (a non-ok Result or a std::exception) finishes the requests of
-// that plan with FinishReason::kError and the loop continues. Anything else escaping the loop
-// kills it: every live sample gets a kError final output, stats().loop_alive turns false and
-// add_request() returns unavailable.
+// that plan with FinishReason::kError and the loop continues; so does a request whose
+// SamplingGate fails (with the gate's status code in RequestOutput::error_code). Anything else
+// escaping the loop kills it: every live sample gets a kError final output, stats().loop_alive
+// turns false and add_request() returns unavailable.
 #pragma once
 
 #include <chrono>
@@ -54,7 +55,8 @@ class EngineCore {
 
   // Validates (request_id non-empty and not live, n, stop strings, stop token ids, prompt ids,
   // then the scheduler's checks) and queues the request. See pagoda::Engine::add_request.
-  Status add_request(GenerateRequest request, OutputCallback on_output);
+  // `gate` (optional) holds back its first sample (see SamplingGate in request.h).
+  Status add_request(GenerateRequest request, OutputCallback on_output, SamplingGate gate = {});
   // Queues an abort of every sample of `request_id`; unknown ids are ignored.
   void abort(const std::string& request_id);
 
@@ -86,7 +88,9 @@ class EngineCore {
   // Locked helpers that append outputs to `out`.
   void apply_aborts(std::vector<Delivery>& out);
   void abort_group(Group& group, FinishReason reason, const std::string& error,
-                   std::vector<Delivery>& out);
+                   std::vector<Delivery>& out, StatusCode error_code = StatusCode::kInternal);
+  // Fails the requests whose SamplingGate failed.
+  void apply_gate_failures(std::vector<Delivery>& out);
   void process_events(const std::vector<RequestEvent>& events, const std::string& error,
                       std::vector<Delivery>& out);
   void emit(Group& group, RequestOutput output, std::vector<Delivery>& out);

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -45,6 +46,12 @@ inline bool is_finished(RequestStatus s) {
 // The finished status for a finish reason (kNone, never a finish, maps to kFinishedError).
 RequestStatus finished_status(FinishReason reason);
 
+// Holds back a request's first sample until something it needs is ready (its grammar, compiled
+// in the background): polled by the scheduler on the step loop's thread, it returns nullopt while
+// the request must wait (its prompt is computed meanwhile, all but the last token), then the
+// verdict: ok lets it sample, an error fails the request with it. Must not block.
+using SamplingGate = std::function<std::optional<Status>()>;
+
 // What a caller submits (validated by Scheduler::add_request).
 struct NewRequest {
   std::vector<TokenId> prompt_token_ids;  // non-empty, ids >= 0
@@ -55,6 +62,7 @@ struct NewRequest {
   int32_t priority = 0;    // priority policy: lower value runs first, then arrival order
   std::string cache_salt;  // isolates prefix-cache sharing ("" = shared)
   std::optional<Clock::time_point> arrival_time;  // default: when added
+  SamplingGate sampling_gate;                     // none: may sample at once
 };
 
 class Request {
@@ -92,6 +100,8 @@ class Request {
   std::optional<Clock::time_point> first_scheduled_time() const { return first_scheduled_time_; }
   // Prompt tokens served from the prefix cache at the first admission.
   int64_t num_cached_tokens() const { return num_cached_tokens_; }
+  // Its SamplingGate has not opened yet: it may not be scheduled to sample.
+  bool sampling_gated() const { return static_cast<bool>(sampling_gate_); }
 
   kv::SequenceView kv_view() const {
     return kv::SequenceView{id_, token_ids_, num_computed_tokens_, cache_salt_};
@@ -111,6 +121,7 @@ class Request {
   std::shared_ptr<const SamplingParams> sampling_;
   StopParams stop_;
   std::string cache_salt_;
+  SamplingGate sampling_gate_;  // cleared once it opens
   int32_t num_pending_samples_ = 0;
   std::optional<RequestId> parent_id_;
   int32_t sample_index_ = 0;

@@ -123,7 +123,30 @@ int64_t chunk_tokens(int64_t remaining, int64_t budget, const SchedulerConfig& c
   }
   return std::min(n, budget);
 }
+// Uncomputed tokens a running request may compute now: all, or all but the last (the one
+// whose logits are sampled) while its SamplingGate is closed.
+int64_t uncomputed_schedulable(const Request& r) {
+  const int64_t uncomputed = r.num_tokens() - r.num_computed_tokens();
+  return r.sampling_gated() ? uncomputed - 1 : uncomputed;
+}
 }  // namespace
+
+std::vector<std::pair<RequestId, Status>> Scheduler::poll_sampling_gates() {
+  std::vector<std::pair<RequestId, Status>> failed;
+  for (auto& [id, r] : requests_) {
+    if (!r->sampling_gate_) continue;
+    std::optional<Status> verdict = r->sampling_gate_();
+    if (!verdict) continue;
+    if (verdict->ok()) {
+      r->sampling_gate_ = nullptr;
+    } else {
+      failed.emplace_back(id, std::move(*verdict));
+    }
+  }
+  std::sort(failed.begin(), failed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return failed;
+}
 
 Request* Scheduler::pick_victim() const {
   PAGODA_CHECK(!running_.empty());
@@ -191,8 +214,8 @@ step::StepPlan Scheduler::schedule() {
   for (Request* r : order) {
     if (budget <= 0) break;
     if (r->status_ != RequestStatus::kRunning) continue;  // preempted by an earlier one
-    const int64_t n = chunk_tokens(r->num_tokens() - r->num_computed_tokens_, budget, config_);
-    if (n == 0) continue;  // an unchunked prompt larger than what is left of the budget
+    const int64_t n = chunk_tokens(uncomputed_schedulable(*r), budget, config_);
+    if (n == 0) continue;  // an unchunked prompt larger than the budget left, or gated
     std::optional<kv::SlotAllocation> alloc;
     while (!(alloc = kv_.allocate_slots(r->kv_view(), n))) {
       Request* victim = pick_victim();
@@ -211,13 +234,22 @@ step::StepPlan Scheduler::schedule() {
   // 2. Waiting requests, in policy order, only when nobody had to be preempted.
   if (plan.preempted_ids.empty()) {
     int32_t num_seqs = num_running_seqs();
+    std::vector<Request*> gated;  // skipped: nothing to compute until their gate opens
     while (!waiting_.empty() && budget > 0) {
       Request* r = waiting_.front();
       const int32_t seqs = 1 + r->num_pending_samples_;
       if (num_seqs + seqs > config_.max_num_seqs) break;
       PAGODA_CHECK(r->num_computed_tokens_ == 0);
       const kv::PrefixHit hit = kv_.get_computed_blocks(r->kv_view());
-      const int64_t n = chunk_tokens(r->num_tokens() - hit.num_tokens, budget, config_);
+      int64_t uncomputed = r->num_tokens() - hit.num_tokens;
+      if (r->sampling_gated()) {
+        if (--uncomputed == 0) {
+          waiting_.pop_front();
+          gated.push_back(r);
+          continue;
+        }
+      }
+      const int64_t n = chunk_tokens(uncomputed, budget, config_);
       if (n == 0) break;
       std::optional<kv::SlotAllocation> alloc = kv_.allocate_slots(r->kv_view(), n, &hit);
       if (!alloc) break;
@@ -234,6 +266,8 @@ step::StepPlan Scheduler::schedule() {
       publish_scheduled_blocks(chosen.back());
       budget -= n;
     }
+    for (auto it = gated.rbegin(); it != gated.rend(); ++it)
+      waiting_.push_preempted(*it);  // back in their places (the front, or by priority)
   }
 
   // 3. The plan, in the order chosen; computed tokens advance as if it had run.

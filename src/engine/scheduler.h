@@ -10,7 +10,9 @@
 //     and the allocation retried; if the request itself is the victim, scheduling stops;
 //  3. if nothing was preempted, waiting requests are admitted in policy order while budget,
 //     sequence slots and blocks last (prefix-cache hits are free), stopping at the first that
-//     does not fit (no skipping ahead).
+//     does not fit (no skipping ahead, except over a gated request with nothing to compute).
+// A request whose SamplingGate is still closed (its grammar compiling) is scheduled like any
+// other but never for its last uncomputed token, so it computes its prompt and does not sample.
 // The runner executes the step::StepPlan; update_from_output() appends the sampled tokens, checks
 // EOS / stop tokens / max_tokens, forks n>1 requests and frees finished ones.
 //
@@ -88,6 +90,11 @@ class Scheduler {
   // Settles the outstanding plan after the runner failed: every request still in it finishes
   // with FinishReason::kError (their events are returned).
   std::vector<RequestEvent> fail_step(const step::StepPlan& plan);
+
+  // Polls the SamplingGate of every request that has one (see request.h): opens those whose
+  // verdict is ok and returns those whose verdict is an error (still unfinished: the caller
+  // aborts each and reports the error). Call between steps, before schedule().
+  std::vector<std::pair<RequestId, Status>> poll_sampling_gates();
 
   // Finishes a request in any state and frees its blocks (see the class comment for in-flight
   // ones). kNotFound if unknown or already finished. Forked children are separate requests.

@@ -45,6 +45,21 @@ Result<Grammar> build_grammar(const StructuredOutputs& spec) {
 GrammarCache::GrammarCache(std::shared_ptr<const TokenTable> tokens, size_t capacity)
     : tokens_(std::move(tokens)), capacity_(std::max<size_t>(capacity, 1)) {}
 
+GrammarCache::~GrammarCache() {
+  std::deque<Job> cancelled;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    cancelled.swap(jobs_);
+  }
+  jobs_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  for (Job& job : cancelled)
+    job.promise.set_value(make_status(StatusCode::kCancelled,
+                                      "structured output: the grammar "
+                                      "cache shut down before compiling"));
+}
+
 std::string GrammarCache::key(const StructuredOutputs& spec) {
   std::string k = std::to_string(static_cast<int>(spec.kind));
   k += ':';
@@ -68,30 +83,90 @@ size_t GrammarCache::size() const {
   return lru_.size();
 }
 
-Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::get(const StructuredOutputs& spec) {
-  const std::string k = key(spec);
-  {
-    std::lock_guard lock(mutex_);
-    auto it = index_.find(k);
-    if (it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->second;
-    }
-  }
-  // Compile outside the lock: other requests' lookups go on meanwhile.
+CompileResult GrammarCache::compile(const StructuredOutputs& spec) const {
   PAGODA_ASSIGN_OR_RETURN(Grammar grammar, build_grammar(spec));
   PAGODA_ASSIGN_OR_RETURN(std::shared_ptr<CompiledGrammar> compiled,
                           CompiledGrammar::compile(grammar, tokens_));
-  std::lock_guard lock(mutex_);
-  auto it = index_.find(k);
-  if (it != index_.end()) return it->second->second;  // compiled meanwhile by another thread
-  lru_.emplace_front(k, compiled);
-  index_.emplace(k, lru_.begin());
+  return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
+}
+
+std::pair<std::promise<CompileResult>, uint64_t> GrammarCache::insert_pending(
+    const std::string& key) {
+  std::promise<CompileResult> promise;
+  const uint64_t serial = next_serial_++;
+  lru_.push_front(Entry{key, serial, promise.get_future().share()});
+  index_.emplace(key, lru_.begin());
   while (lru_.size() > capacity_) {
-    index_.erase(lru_.back().first);
+    // An evicted compile under way still completes its futures; only the cache forgets it.
+    index_.erase(lru_.back().key);
     lru_.pop_back();
   }
-  return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
+  return {std::move(promise), serial};
+}
+
+void GrammarCache::settle(const std::string& key, uint64_t serial,
+                          std::promise<CompileResult>& promise, CompileResult result) {
+  if (!result.ok()) {
+    std::lock_guard lock(mutex_);
+    const auto it = index_.find(key);
+    if (it != index_.end() && it->second->serial == serial) {
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+  }
+  promise.set_value(std::move(result));
+}
+
+CompileResult GrammarCache::get(const StructuredOutputs& spec) {
+  const std::string k = key(spec);
+  std::unique_lock lock(mutex_);
+  if (const auto it = index_.find(k); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    std::shared_future<CompileResult> result = it->second->result;
+    lock.unlock();
+    return result.get();  // waits while another thread compiles it
+  }
+  auto [promise, serial] = insert_pending(k);
+  lock.unlock();
+  // Compile outside the lock: other requests' lookups go on meanwhile.
+  CompileResult result = compile(spec);
+  settle(k, serial, promise, result);
+  return result;
+}
+
+std::shared_future<CompileResult> GrammarCache::compile_async(const StructuredOutputs& spec) {
+  std::string k = key(spec);
+  std::lock_guard lock(mutex_);
+  if (const auto it = index_.find(k); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->result;
+  }
+  auto [promise, serial] = insert_pending(k);
+  std::shared_future<CompileResult> result = lru_.front().result;
+  if (stopping_) {
+    promise.set_value(make_status(StatusCode::kCancelled,
+                                  "structured output: the grammar cache "
+                                  "is shutting down"));
+    return result;
+  }
+  jobs_.push_back(Job{std::move(k), serial, spec, std::move(promise)});
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  jobs_cv_.notify_one();
+  return result;
+}
+
+void GrammarCache::worker_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    jobs_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;  // the destructor cancels what is left
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    CompileResult result = compile(job.spec);
+    settle(job.key, job.serial, job.promise, std::move(result));
+    lock.lock();
+  }
 }
 
 }  // namespace pagoda::structured

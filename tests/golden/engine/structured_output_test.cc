@@ -34,6 +34,8 @@ class Collector {
       if (out.finished) {
         s.finished = true;
         s.reason = out.finish_reason;
+        s.error = out.error;
+        s.error_code = out.error_code;
         ++finished_;
         cv_.notify_all();
       }
@@ -44,6 +46,8 @@ class Collector {
     int32_t num_tokens = 0;
     bool finished = false;
     FinishReason reason = FinishReason::kNone;
+    std::string error;
+    StatusCode error_code = StatusCode::kOk;
   };
   std::map<std::pair<std::string, int32_t>, Sample> wait(int expected) {
     std::unique_lock lock(mu_);
@@ -222,6 +226,49 @@ TEST(StructuredOutput, UncompilableConstraintIsRefusedAtAdd) {
   const Status s2 = engine->add_request(request("bad2", schema, 1), [](RequestOutput) {});
   EXPECT_EQ(s2.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s2.message().find("patternProperties"), std::string::npos) << s2.message();
+}
+
+// The grammar compiles in the background while the prompt is computed: a grammar that parses but
+// that no text satisfies (found only by compiling it) ends the request with kError and
+// kInvalidArgument (the request's fault), each of its samples; the same grammar text fails again
+// (a failure is not cached), and the requests beside it are untouched.
+TEST(StructuredOutput, GrammarFoundUnsatisfiableWhileCompilingFailsOnlyItsRequest) {
+  PAGODA_REQUIRE_FIXTURE(model_path());
+  auto engine = make_engine();
+  ASSERT_TRUE(engine);
+  Collector c;
+  StructuredOutputs empty;
+  empty.kind = StructuredOutputs::Kind::kGrammar;
+  empty.spec = "root ::= root \"a\"\n";
+  ASSERT_TRUE(engine->add_request(request("fine", regex("[0-9]{4}"), 2, 10), c.callback()).ok());
+  // Refused at add_request if the compile happened to finish first (then nothing is queued),
+  // else failed through its outputs: either way kInvalidArgument naming the reason.
+  int expected = 1;
+  std::vector<std::pair<std::string, int32_t>> failed_samples;
+  for (const char* id : {"bad", "again"}) {
+    GenerateRequest bad = request(id, empty, 1);
+    bad.n = 2;
+    const Status st = engine->add_request(bad, c.callback());
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(st.message().find("no text satisfies it"), std::string::npos) << st.message();
+      continue;
+    }
+    expected += 2;
+    failed_samples.emplace_back(id, 0);
+    failed_samples.emplace_back(id, 1);
+  }
+  const auto samples = c.wait(expected);
+  for (const auto& key : failed_samples) {
+    const auto& s = samples.at(key);
+    EXPECT_EQ(s.reason, FinishReason::kError) << key.first;
+    EXPECT_EQ(s.error_code, StatusCode::kInvalidArgument) << key.first;
+    EXPECT_NE(s.error.find("no text satisfies it"), std::string::npos) << s.error;
+    EXPECT_EQ(s.num_tokens, 0);
+  }
+  const auto& fine = samples.at({"fine", 0});
+  EXPECT_EQ(fine.reason, FinishReason::kStop);
+  EXPECT_TRUE(std::regex_match(fine.text, std::regex("[0-9]{4}"))) << fine.text;
 }
 
 }  // namespace

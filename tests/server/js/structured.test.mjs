@@ -295,6 +295,15 @@ test('refusals: an unsupported schema keyword, two constraints, a bad tool_choic
   assert.equal(rf.body.error.param, 'response_format.json_schema.extra');
   const badRegex = await post('/v1/chat/completions', { messages: user('x'), guided_regex: '(' });
   assert.equal(badRegex.status, 400, JSON.stringify(badRegex.body));
+  // Parses, but no text satisfies it: found by the background compile, still a 400 (stream too).
+  for (const stream of [false, true]) {
+    const empty = await post('/v1/chat/completions', {
+      messages: user('x'), grammar: 'root ::= root "a"', stream,
+    });
+    assert.equal(empty.status, 400, JSON.stringify(empty.body));
+    assert.match(empty.body.error.message, /no text satisfies it/);
+    assert.equal(empty.body.error.type, 'invalid_request_error');
+  }
   const noTools = await post('/v1/chat/completions', { messages: user('x'), tool_choice: 'required' });
   assert.equal(noTools.status, 400);
   assert.equal(noTools.body.error.param, 'tool_choice');

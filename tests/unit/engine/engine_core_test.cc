@@ -414,6 +414,73 @@ TEST_F(EngineCoreTest, ExecutorFailureFinishesThatPlanWithErrorAndTheLoopGoesOn)
   EXPECT_TRUE(core->stats().loop_alive);
 }
 
+// A SamplingGate (a grammar compiling in the background) holds back the first sample only: the
+// prompt is computed meanwhile, all but its last token; once the gate opens the request
+// generates exactly what it would have without one.
+TEST_F(EngineCoreTest, GatedRequestComputesItsPromptAndSamplesOnceTheGateOpens) {
+  auto core = start(config(64, 4, 8, 8));
+  auto open = std::make_shared<std::atomic<bool>>(false);
+  auto polls = std::make_shared<std::atomic<int>>(0);
+  SamplingGate gate = [open, polls]() -> std::optional<Status> {
+    ++*polls;
+    if (!open->load()) return std::nullopt;
+    return Status();
+  };
+  Collector c;
+  const auto p = prompt(21, 5);  // three chunks of the 8-token budget before the gate matters
+  ASSERT_TRUE(core->add_request(request("g", p, 6), c.callback(), gate).ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (core->stats().prompt_tokens_computed < static_cast<int64_t>(p.size()) - 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const int polls_then = polls->load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(core->stats().prompt_tokens_computed, static_cast<int64_t>(p.size()) - 1);
+  EXPECT_GT(polls->load(), polls_then);  // still polled while it waits
+  EXPECT_EQ(c.num_finals(), 0);
+  EXPECT_TRUE(c.seqs().empty());  // nothing sampled
+  // Another request is not held up by the gated one.
+  const auto q = prompt(5, 8);
+  ASSERT_TRUE(core->add_request(request("free", q, 4), c.callback()).ok());
+  ASSERT_TRUE(c.wait_finals(1));
+  expect_reference(c.seqs().at({"free", 0}), q, 4, 0);
+  open->store(true);
+  ASSERT_TRUE(c.wait_finals(2));
+  expect_reference(c.seqs().at({"g", 0}), p, 6, 0);
+  expect_idle(*core);
+  EXPECT_EQ(c.violations(), 0);
+}
+
+// A gate that fails ends every sample of its request with kError and the gate's code and
+// message; requests around it go on.
+TEST_F(EngineCoreTest, FailedGateFailsItsRequestWithTheGatesCode) {
+  auto core = start(config(64, 4, 64, 8));
+  auto verdict = std::make_shared<std::atomic<bool>>(false);
+  SamplingGate gate = [verdict]() -> std::optional<Status> {
+    if (!verdict->load()) return std::nullopt;
+    return invalid_argument("grammar: no text satisfies it");
+  };
+  Collector c;
+  ASSERT_TRUE(core->add_request(request("bad", prompt(9, 1), 6, 3), c.callback(), gate).ok());
+  const auto q = prompt(6, 2);
+  ASSERT_TRUE(core->add_request(request("good", q, 5), c.callback()).ok());
+  ASSERT_TRUE(c.wait_finals(1));
+  verdict->store(true);
+  ASSERT_TRUE(c.wait_finals(4));
+  const auto seqs = c.seqs();
+  for (int32_t i = 0; i < 3; ++i) {
+    const Collector::Seq& s = seqs.at({"bad", i});
+    EXPECT_TRUE(s.tokens.empty());
+    EXPECT_EQ(s.final_output.finish_reason, pagoda::FinishReason::kError);
+    EXPECT_EQ(s.final_output.error_code, StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.final_output.error, "grammar: no text satisfies it");
+  }
+  expect_reference(seqs.at({"good", 0}), q, 5, 0);
+  expect_idle(*core);
+  EXPECT_EQ(c.violations(), 0);
+}
+
 TEST_F(EngineCoreTest, LoopDeathFailsEveryRequestAndIsReported) {
   auto core = start(config(64, 4, 64, 8));
   exec_->throw_call = 2;

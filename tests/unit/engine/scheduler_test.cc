@@ -300,6 +300,69 @@ TEST(Scheduler, FcfsAdmitsInArrivalOrderWithoutSkipping) {
   EXPECT_EQ(order, (std::vector<RequestId>{a, b}));
 }
 
+// A closed SamplingGate: the prompt is computed in chunks up to its last token, which waits
+// (no samples) until the gate opens; then the request generates its reference outputs.
+TEST(Scheduler, GatedRequestComputesAllButItsLastTokenUntilTheGateOpens) {
+  Harness h(small_config(64, 16, 32, 4));
+  bool open = false;
+  NewRequest r;
+  r.prompt_token_ids = make_prompt(70, 3);
+  r.stop.max_tokens = 3;
+  r.sampling_gate = [&open]() -> std::optional<Status> {
+    if (!open) return std::nullopt;
+    return Status();
+  };
+  const RequestId id = h.add_request(std::move(r));
+  std::vector<size_t> chunks;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(h.scheduler().poll_sampling_gates().empty());
+    const StepResult step = h.step();
+    if (step.plan.requests.empty()) continue;
+    EXPECT_EQ(step.plan.requests[0].num_samples, 0);
+    chunks.push_back(step.plan.requests[0].token_ids.size());
+  }
+  EXPECT_EQ(chunks, (std::vector<size_t>{32, 32, 5}));
+  EXPECT_TRUE(h.scheduler().find(id)->sampling_gated());
+  open = true;
+  EXPECT_TRUE(h.scheduler().poll_sampling_gates().empty());
+  EXPECT_FALSE(h.scheduler().find(id)->sampling_gated());
+  const StepResult last = h.step();
+  ASSERT_EQ(last.plan.requests.size(), 1u);
+  EXPECT_EQ(last.plan.requests[0].token_ids.size(), 1u);
+  EXPECT_EQ(last.plan.requests[0].num_samples, 1);
+  h.run_to_completion();
+  EXPECT_EQ(h.result(id).outputs, h.expected(id));
+  h.expect_pool_idle();
+}
+
+// A waiting gated request with nothing to compute before its sample (a one-token prompt) does
+// not hold up the requests behind it; a failed gate is reported, not opened.
+TEST(Scheduler, WaitingGatedRequestIsSkippedAndAFailedGateReported) {
+  Harness h(small_config(64, 4, 64, 4));
+  bool failed = false;
+  NewRequest r;
+  r.prompt_token_ids = {7};
+  r.stop.max_tokens = 2;
+  r.sampling_gate = [&failed]() -> std::optional<Status> {
+    if (!failed) return std::nullopt;
+    return invalid_argument("no text satisfies it");
+  };
+  const RequestId gated = h.add_request(std::move(r));
+  const RequestId b = h.add(make_prompt(5, 2), 2);
+  for (int i = 0; i < 10; ++i)
+    h.step();  // b finishes; the gated request waits
+  EXPECT_EQ(h.result(b).outputs, h.expected(b));
+  ASSERT_NE(h.scheduler().find(gated), nullptr);
+  EXPECT_EQ(h.scheduler().find(gated)->status(), RequestStatus::kWaiting);
+  failed = true;
+  const auto failures = h.scheduler().poll_sampling_gates();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].first, gated);
+  EXPECT_EQ(failures[0].second.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(h.scheduler().abort(gated).ok());
+  h.expect_pool_idle();
+}
+
 TEST(Scheduler, PrefixCacheHitsSkipComputedTokens) {
   Harness h(small_config(64, 16, 256, 4));
   const std::vector<TokenId> system = make_prompt(64, 11);
