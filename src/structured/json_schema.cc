@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "structured/json_schema_compiler.h"
+#include "structured/json_schema_exclusive.h"
 #include "structured/json_schema_strings.h"
 
 namespace pagoda::structured {
@@ -635,8 +636,8 @@ Result<Alts> Compiler::compile(Conj conj, int depth) {
     }
     if (!inlined) break;
   }
-  // anyOf / oneOf distribute: (A and anyOf[B, C]) = anyOf[A and B, A and C]. oneOf is read as
-  // anyOf (a text matching two branches is accepted).
+  // anyOf / oneOf distribute: (A and anyOf[B, C]) = anyOf[A and B, A and C]. A oneOf must have
+  // mutually exclusive branches (json_schema_exclusive.h), so it is their union.
   for (size_t i = 0; i < conj.size(); ++i) {
     if (!conj[i].node->is_object()) continue;
     for (const auto& [keyword, flag] :
@@ -648,6 +649,22 @@ Result<Alts> Compiler::compile(Conj conj, int depth) {
       if (!branches->is_array() || branches->empty()) {
         return invalid_argument("json_schema: '{}' at {} must be a non-empty array", keyword,
                                 display_pointer(conj[i].pointer));
+      }
+      if (flag == kConsumedOneOf && branches->size() > 1 &&
+          checked_one_ofs_.insert(branches).second) {
+        // Compiled as the union of its branches: exact only when no value matches two.
+        const auto overlap = first_overlapping_branches(*branches, [this](const Json& node) {
+          auto target = resolve_ref(Part{&node, "", 0});
+          return target.ok() ? target->first : nullptr;
+        });
+        if (overlap) {
+          return invalid_argument(
+              "json_schema: keyword 'oneOf' at {}: branches {} and {} may both match a value "
+              "(oneOf is supported when its branches exclude each other: different types, "
+              "distinct const/enum values, or a required property with distinct const/enum "
+              "values; anyOf accepts a value matching several)",
+              display_pointer(conj[i].pointer), overlap->first, overlap->second);
+        }
       }
       // Distributing over siblings multiplies work (anyOf inside allOf inside anyOf ...).
       if (conj.size() > 1) {

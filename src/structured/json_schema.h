@@ -31,7 +31,9 @@
 //    multipleOf 1, or an integer step within a range of at most 1024 multiples.
 //  - numbers: integer-valued bounds (e.g. minimum 0, exclusiveMaximum 10), enforced without
 //    exponents; multipleOf 1 (makes it an integer).
-//  - anyOf; oneOf as anyOf (a text matching two branches is accepted); allOf merged (types
+//  - anyOf; oneOf whose branches provably exclude each other (json_schema_exclusive.h: different
+//    types, distinct const/enum values, or a required property with distinct const/enum values),
+//    compiled as their union (other oneOfs are refused, naming two branches); allOf merged (types
 //    intersect, properties and required unite, bounds tighten, enums intersect; two different
 //    patterns or formats are refused); keywords beside anyOf/oneOf apply to every branch.
 //  - $ref to "#", "#/$defs/x", "#/definitions/x" or any JSON pointer in the document
@@ -48,8 +50,7 @@
 //
 // Canonical forms: integers are written without fraction or exponent (5, not 5.0), negative zero
 // is not produced under bounds, keys come in schema order. These narrow the texts, never the
-// accepted values' validity: every accepted text is valid under the schema (oneOf read as anyOf
-// aside).
+// accepted values' validity: every accepted text is valid under the schema.
 //
 // Limits (hostile input): schema text 1 MiB, nesting 128, 256 KiB of regex per enum, 10000
 // anyOf/oneOf combinations when merged with siblings, grammar size within grammar.h's limits.

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -152,6 +153,7 @@ class Compiler {
   std::vector<PendingRef> pending_refs_;
   std::unordered_map<const Json*, std::unordered_map<std::string_view, const Json*>> key_index_;
   std::optional<int32_t> any_value_, any_object_, any_array_;
+  std::unordered_set<const Json*> checked_one_ofs_;  // oneOf arrays found exclusive
 };
 
 // Keyword kinds; any keyword not in the table is refused.

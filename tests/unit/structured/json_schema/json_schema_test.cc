@@ -465,6 +465,53 @@ void expect_refused(const std::string& schema, const std::string& needle) {
       << "message: " << g.status().message() << "\nexpected to contain: " << needle;
 }
 
+// oneOf is exact when its branches exclude each other (then it compiles as their union), and
+// refused, naming two branches, when a value might match both.
+TEST(JsonSchema, OneOfWithExclusiveBranches) {
+  // Different types (integer and number overlap; integer and string do not).
+  check({R"({"oneOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]})",
+         {R"("x")", "3", "null"},
+         {"1.5", "true"}});
+  // Distinct const/enum values, also through $ref.
+  check({R"({"$defs":{"a":{"enum":["x","y"]}},"oneOf":[{"$ref":"#/$defs/a"},{"const":"z"}]})",
+         {R"("x")", R"("z")"},
+         {R"("w")"}});
+  // Closed objects: each requires a key the other does not allow.
+  check({R"({"oneOf":[{"type":"object","properties":{"src":{"type":"string"}},
+             "required":["src"],"additionalProperties":false},
+            {"type":"object","properties":{"with":{"type":"string"}},"required":["with"],
+             "additionalProperties":false}]})",
+         {R"({"src":"a"})", R"({"with":"b"})"},
+         {R"({"src":"a","with":"b"})", R"({})"}});
+  // A discriminator reached through allOf and $ref; nested anyOf types.
+  check({R"({"$defs":{"tag":{"type":"object","properties":{"kind":{"const":"a"}},
+             "required":["kind"]}},
+            "oneOf":[{"allOf":[{"$ref":"#/$defs/tag"}]},
+                     {"type":"object","properties":{"kind":{"enum":["b","c"]}},
+                      "required":["kind"]},
+                     {"anyOf":[{"type":"string"},{"type":"boolean"}]}]})",
+         {R"({"kind":"a"})", R"({"kind":"c"})", R"("s")", "false"},
+         {R"({"kind":"d"})", R"({})", "1"}});
+}
+
+TEST(JsonSchema, OneOfWhoseBranchesMayOverlapIsRefused) {
+  expect_refused(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",
+                 "keyword 'oneOf' at /: branches 0 and 1 may both match");
+  expect_refused(R"({"oneOf":[{"type":"string","pattern":"^a"},{"type":"string"}]})",
+                 "branches 0 and 1");
+  // Required keys alone do not exclude: {"a":1,"b":2} has both.
+  expect_refused(R"({"type":"object","properties":{"a":{},"b":{}},
+                    "oneOf":[{"required":["a"]},{"required":["b"]}]})",
+                 "keyword 'oneOf' at /");
+  // A discriminator that is not required: {} matches both.
+  expect_refused(R"({"properties":{"x":{"type":"array","items":{"oneOf":[
+                      {"type":"object","properties":{"t":{"const":"a"}}},
+                      {"type":"object","properties":{"t":{"const":"b"}}}]}}}})",
+                 "keyword 'oneOf' at /properties/x/items: branches 0 and 1");
+  expect_refused(R"({"oneOf":[{"type":"string"},{"enum":["x",1]},{"type":"integer"}]})",
+                 "branches 0 and 1");
+}
+
 TEST(JsonSchemaRefusals, NameTheKeywordAndPointer) {
   expect_refused(R"({"not":{"type":"string"}})", "keyword 'not' at /");
   expect_refused(R"({"type":"object","properties":{"a":{"patternProperties":{"x":{}}}}})",
