@@ -359,13 +359,16 @@ std::optional<ApiError> parse_tools(const json& body, ToolCallFormat format, Too
   out.tools_json = dump(*tools);
   out.format = format;
   if (mode == "auto") {
-    // The model may answer in text; a call it opens with <tool_call> is constrained to the
-    // tools' schemas (formats without an opening tag are parsed, not constrained).
-    if (format == ToolCallFormat::kHermes) {
-      json spec = {{"format", "hermes"}, {"tools", *tools}, {"mode", "auto"}};
+    // The model may answer in text; a call it opens (the format's trigger) is constrained to the
+    // tools' schemas.
+    if (format != ToolCallFormat::kNone) {
+      json spec = {{"format", std::string(to_string(format))},
+                   {"tools", *tools},
+                   {"mode", "auto"},
+                   {"parallel", parallel_calls}};
       out.constraint.kind = StructuredOutputs::Kind::kToolCalls;
       out.constraint.spec = dump(spec);
-      out.constraint.trigger = "<tool_call>";
+      out.constraint.trigger = std::string(tool_call_trigger(format));
       out.constraint.repeat_trigger = true;
     }
     return std::nullopt;

@@ -37,6 +37,9 @@ enum class ReasoningFormat {
 // "hermes", "llama3_json", "mistral" (and "none"); nullopt for another name.
 std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name);
 std::string_view to_string(ToolCallFormat format);
+// The text that opens a call in `format`, which tool_choice "auto" watches for before it
+// constrains the call: "<tool_call>", "{\"name\"" (llama3_json), "[TOOL_CALLS]"; "" for kNone.
+std::string_view tool_call_trigger(ToolCallFormat format);
 // "deepseek_r1", "qwen3" (and "none"); nullopt for another name.
 std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name);
 std::string_view to_string(ReasoningFormat format);

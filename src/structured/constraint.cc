@@ -29,7 +29,7 @@ Status Constraint::accept_token(int32_t token) {
   }
   const TokenTable& table = *grammar_->tokens();
   if (table.is_eog(token)) return Status();
-  tail_ += table.bytes(token);
+  tail_ += table.text(token);  // a control token's text may be the trigger ([TOOL_CALLS])
   const size_t at = tail_.find(trigger_);
   if (at != std::string::npos) {
     const std::string_view rest = std::string_view(tail_).substr(at + trigger_.size());

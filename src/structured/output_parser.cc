@@ -138,6 +138,20 @@ std::string_view to_string(ToolCallFormat format) {
   return "none";
 }
 
+std::string_view tool_call_trigger(ToolCallFormat format) {
+  switch (format) {
+    case ToolCallFormat::kNone:
+      return "";
+    case ToolCallFormat::kHermes:
+      return "<tool_call>";
+    case ToolCallFormat::kLlama3Json:
+      return "{\"name\"";
+    case ToolCallFormat::kMistral:
+      return "[TOOL_CALLS]";
+  }
+  return "";
+}
+
 std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name) {
   for (ReasoningFormat format :
        {ReasoningFormat::kNone, ReasoningFormat::kDeepSeekR1, ReasoningFormat::kQwen3}) {

@@ -19,7 +19,11 @@ std::shared_ptr<const TokenTable> TokenTable::create(const tokenizer::Tokenizer&
       table->eog_ids_.push_back(id);
       continue;
     }
-    if (tokenizer.is_control(id)) continue;
+    if (tokenizer.is_control(id)) {
+      std::string text = tokenizer.token_to_piece(id, true);
+      if (!text.empty()) table->control_text_.emplace(id, std::move(text));
+      continue;
+    }
     table->pieces_[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, false);
   }
   table->build_full_trie();
@@ -27,7 +31,8 @@ std::shared_ptr<const TokenTable> TokenTable::create(const tokenizer::Tokenizer&
 }
 
 std::shared_ptr<const TokenTable> TokenTable::from_pieces(std::vector<std::string> pieces,
-                                                          std::vector<int32_t> eog) {
+                                                          std::vector<int32_t> eog,
+                                                          std::vector<int32_t> control) {
   auto table = std::make_shared<TokenTable>();
   table->vocab_size_ = static_cast<int32_t>(pieces.size());
   table->pieces_ = std::move(pieces);
@@ -36,6 +41,11 @@ std::shared_ptr<const TokenTable> TokenTable::from_pieces(std::vector<std::strin
     if (id < 0 || static_cast<size_t>(id) >= table->pieces_.size()) continue;
     table->eog_[static_cast<size_t>(id)] = 1;
     table->eog_ids_.push_back(id);
+    table->pieces_[static_cast<size_t>(id)].clear();
+  }
+  for (int32_t id : control) {
+    if (id < 0 || static_cast<size_t>(id) >= table->pieces_.size()) continue;
+    table->control_text_[id] = std::move(table->pieces_[static_cast<size_t>(id)]);
     table->pieces_[static_cast<size_t>(id)].clear();
   }
   table->build_full_trie();

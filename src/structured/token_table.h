@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
@@ -49,8 +50,10 @@ class TokenTable {
                                                   int32_t vocab_size);
   // For tests: explicit token bytes; ids in `eog` end generation. Tokens with empty bytes are
   // left out of the trie.
+  // `control`: ids whose piece is a control token's text (text() only, never in the trie).
   static std::shared_ptr<const TokenTable> from_pieces(std::vector<std::string> pieces,
-                                                       std::vector<int32_t> eog);
+                                                       std::vector<int32_t> eog,
+                                                       std::vector<int32_t> control = {});
 
   int32_t vocab_size() const { return vocab_size_; }
   size_t num_mask_words() const { return (static_cast<size_t>(vocab_size_) + 63) / 64; }
@@ -58,6 +61,12 @@ class TokenTable {
     return token >= 0 && static_cast<size_t>(token) < pieces_.size()
                ? std::string_view(pieces_[static_cast<size_t>(token)])
                : std::string_view();
+  }
+  // What the token adds to the output as the detokenizer shows special tokens: bytes(), or a
+  // control token's own text (never in a mask; a constraint's trigger may match it).
+  std::string_view text(int32_t token) const {
+    const auto it = control_text_.find(token);
+    return it != control_text_.end() ? std::string_view(it->second) : bytes(token);
   }
   bool is_eog(int32_t token) const {
     return token >= 0 && static_cast<size_t>(token) < eog_.size() &&
@@ -80,7 +89,8 @@ class TokenTable {
 
   int32_t vocab_size_ = 0;
   std::vector<std::string> pieces_;  // [vocab_size]; "" = never allowed by bytes
-  std::vector<uint8_t> eog_;         // [vocab_size]
+  std::unordered_map<int32_t, std::string> control_text_;
+  std::vector<uint8_t> eog_;  // [vocab_size]
   std::vector<int32_t> eog_ids_;
   Trie trie_;
   mutable std::mutex splits_mutex_;

@@ -77,12 +77,6 @@ Result<Spec> parse_spec(std::string_view text, const JsonSchemaOptions& options)
       return invalid_argument("tool_calls: mode 'named' needs 'name', the function to call");
     out.named = name->get<std::string>();
   } else if (mode == "auto") {
-    if (out.format != "hermes") {
-      return invalid_argument(
-          "tool_calls: mode 'auto' needs a format whose calls open with a tag "
-          "(hermes), not '{}'",
-          out.format);
-    }
     out.after_trigger = true;
   } else if (mode != "required") {
     return invalid_argument("tool_calls: mode '{}' is not supported (required, named, auto)",
@@ -159,13 +153,16 @@ Result<Grammar> build(const Spec& spec, const JsonSchemaOptions& options) {
     before = regex_escape(spec.after_trigger ? "\n" : "<tool_call>\n");
     after = regex_escape("\n</tool_call>");
   }
+  // Mode auto with llama3_json: the call's text after its trigger, {"name".
+  const bool after_name_key = spec.after_trigger && spec.format == "llama3_json";
   const int32_t call = b.add_rule("tool_call");
   for (const Tool& tool : spec.tools) {
     if (spec.named && tool.name != *spec.named) continue;
     const Symbol arguments = b.embed(tool.arguments);
-    const std::string open = before + "\\{" + ws + regex_escape("\"name\"") + colon +
-                             regex_escape(json_schema_detail::json_string_text(tool.name)) + comma +
-                             regex_escape("\"" + args_key + "\"") + colon;
+    const std::string open =
+        (after_name_key ? std::string() : before + "\\{" + ws + regex_escape("\"name\"")) + colon +
+        regex_escape(json_schema_detail::json_string_text(tool.name)) + comma +
+        regex_escape("\"" + args_key + "\"") + colon;
     b.add_alternative(call, {b.lexeme(open), arguments, b.lexeme(ws + "\\}" + after)});
   }
   std::string separator;
@@ -177,11 +174,14 @@ Result<Grammar> build(const Spec& spec, const JsonSchemaOptions& options) {
     separator = flexible ? ws + "," + ws : ", ";
   }
   std::vector<Symbol> body = {b.rule(call)};
-  if (spec.parallel && !spec.after_trigger) {
+  // In mode auto a hermes or llama3_json call is triggered one at a time; mistral's list is one.
+  if (spec.parallel && (!spec.after_trigger || spec.format == "mistral")) {
     body.push_back(b.star("more_tool_calls", {b.lexeme(separator), b.rule(call)}));
   }
   if (spec.format == "mistral") {
-    body.insert(body.begin(), b.lexeme(regex_escape("[TOOL_CALLS]") + "\\[" + ws));
+    body.insert(
+        body.begin(),
+        b.lexeme((spec.after_trigger ? std::string() : regex_escape("[TOOL_CALLS]")) + "\\[" + ws));
     body.push_back(b.lexeme(ws + "\\]"));
   }
   const int32_t start = b.add_rule("tool_calls");

@@ -9,16 +9,19 @@
 //     "tools": [ {"type": "function", "function": {"name": "...", "description": "...",
 //                                                  "parameters": {JSON Schema}, "strict": bool}}
 //              | {"name": "...", "description": "...", "parameters": {JSON Schema}} ... ],
-//     "mode": "required" | "named" | "auto",  // default "required": any of the tools; "auto"
-//                                        // (hermes only): one call after its "<tool_call>", the
-//                                        // constraint's trigger (StructuredOutputs::trigger)
+//     "mode": "required" | "named" | "auto",  // default "required": any of the tools; "auto":
+//                                        // the text after the format's trigger
+//                                        // (pagoda::tool_call_trigger, the constraint's
+//                                        // StructuredOutputs::trigger)
 //     "name": "<function>",              // mode "named" only: the one function allowed
 //     "parallel": true | false           // default false: exactly one call
 //   }
 // A missing parameters schema means {"type":"object","properties":{}}. Names must be non-empty
 // and distinct; every tool's schema must compile (errors name it: "tools[2].function.parameters:
-// json_schema: ..."). Unknown keys are refused. tool_choice "auto" is mode "auto" with the trigger
-// "<tool_call>" repeating: the model writes text or calls, and each call it opens is constrained.
+// json_schema: ..."). Unknown keys are refused. tool_choice "auto" is mode "auto" with the
+// format's trigger repeating: the model writes text or calls, and each call it opens is
+// constrained. Triggers: hermes "<tool_call>" (then one call's text), llama3_json "{\"name\""
+// (then the rest of one call), mistral "[TOOL_CALLS]" (then the list, parallel or not).
 //
 // Output (<args> is the call's arguments per its schema):
 //   hermes (Qwen2.5, Hermes 2/3):  <tool_call>\n{"name": "<name>", "arguments":

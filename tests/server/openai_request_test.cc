@@ -335,7 +335,15 @@ TEST_F(RequestTest, ConstraintsAndToolsReachTheEngine) {
   EXPECT_EQ(spec.tool_format, ToolCallFormat::kLlama3Json);
   EXPECT_EQ(spec.reasoning, ReasoningFormat::kQwen3);
   EXPECT_FALSE(spec.skip_special_tokens);
-  EXPECT_TRUE(spec.sampling.structured.empty());  // llama3_json: auto is not constrained
+  // llama3_json: a call the model opens with {"name" is constrained.
+  EXPECT_EQ(spec.sampling.structured.kind, Kind::kToolCalls);
+  EXPECT_EQ(spec.sampling.structured.trigger, "{\"name\"");
+  EXPECT_TRUE(spec.sampling.structured.repeat_trigger);
+  EXPECT_EQ(json::parse(spec.sampling.structured.spec)["format"], "llama3_json");
+  cfg_.tool_call_format = ToolCallFormat::kMistral;
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.sampling.structured.trigger, "[TOOL_CALLS]");
+  EXPECT_EQ(json::parse(spec.sampling.structured.spec)["format"], "mistral");
   // Hermes: tool_choice auto constrains each call the model opens with <tool_call>.
   cfg_.tool_call_format = ToolCallFormat::kHermes;
   ASSERT_FALSE(chat(b, spec));

@@ -41,9 +41,35 @@ TEST(ToolCallGrammar, HermesAutoIsOneCallAfterTheTag) {
                        "\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
                        "{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_FALSE(accepts(g, "\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
-  EXPECT_FALSE(tool_call_grammar(std::string(R"({"format":"llama3_json","mode":"auto","tools":)") +
-                                 kTools + "}")
-                   .ok());
+}
+
+// Mode auto, llama3_json: the rest of one call after its trigger {"name".
+TEST(ToolCallGrammar, Llama3JsonAutoIsTheRestOfOneCall) {
+  const Grammar g = grammar_for("llama3_json", R"("mode":"auto","parallel":true)");
+  EXPECT_TRUE(accepts(g, ": \"ping\", \"parameters\": {}}"));
+  EXPECT_TRUE(accepts(g, ":\"get_weather\",\"parameters\":{\"city\":\"Oslo\"}}"));
+  EXPECT_FALSE(accepts(g, "{\"name\": \"ping\", \"parameters\": {}}"));
+  EXPECT_FALSE(accepts(g,
+                       ": \"ping\", \"parameters\": {}}; {\"name\": \"ping\", "
+                       "\"parameters\": {}}"));
+  EXPECT_FALSE(accepts(g, ": \"get_weather\", \"parameters\": {}}"));
+  EXPECT_FALSE(accepts(g, ": \"pong\", \"parameters\": {}}"));
+}
+
+// Mode auto, mistral: the list after [TOOL_CALLS], several calls when parallel.
+TEST(ToolCallGrammar, MistralAutoIsTheListAfterItsTag) {
+  const Grammar g = grammar_for("mistral", R"("mode":"auto","parallel":true)");
+  EXPECT_TRUE(accepts(g, "[{\"name\": \"ping\", \"arguments\": {}}]"));
+  EXPECT_TRUE(accepts(g,
+                      "[{\"name\": \"ping\", \"arguments\": {}}, {\"name\": \"get_weather\", "
+                      "\"arguments\": {\"city\": \"Oslo\"}}]"));
+  EXPECT_FALSE(accepts(g, "[TOOL_CALLS][{\"name\": \"ping\", \"arguments\": {}}]"));
+  EXPECT_FALSE(accepts(g, "[]"));
+  const Grammar one = grammar_for("mistral", R"("mode":"auto","parallel":false)");
+  EXPECT_TRUE(accepts(one, "[{\"name\": \"ping\", \"arguments\": {}}]"));
+  EXPECT_FALSE(accepts(one,
+                       "[{\"name\": \"ping\", \"arguments\": {}}, {\"name\": \"ping\", "
+                       "\"arguments\": {}}]"));
 }
 
 TEST(ToolCallGrammar, Hermes) {

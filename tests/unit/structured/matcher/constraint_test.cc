@@ -137,6 +137,44 @@ TEST_F(ConstraintTest, OnceTriggerConstrainsTheRestAfterWhitespace) {
   EXPECT_FALSE(mask_allows(mask, eos_));     // but an answer is due
 }
 
+// Mistral's [TOOL_CALLS] is a control token: no bytes (never in a mask), but its text is what
+// the trigger watches for, so tool_choice auto constrains the list that follows it.
+TEST(ConstraintControlToken, ControlTokenTextActivatesTheTrigger) {
+  std::vector<std::string> pieces;
+  for (int c = 0x20; c < 0x7f; ++c)
+    pieces.push_back(std::string(1, static_cast<char>(c)));
+  const auto tool_calls = static_cast<int32_t>(pieces.size());
+  pieces.push_back("[TOOL_CALLS]");
+  const auto eos = static_cast<int32_t>(pieces.size());
+  pieces.push_back("</s>");
+  auto table = TokenTable::from_pieces(pieces, {eos}, {tool_calls});
+  EXPECT_EQ(table->bytes(tool_calls), "");
+  EXPECT_EQ(table->text(tool_calls), "[TOOL_CALLS]");
+  StructuredOutputs s;
+  s.kind = StructuredOutputs::Kind::kToolCalls;
+  s.spec = R"({"format":"mistral","mode":"auto","tools":[{"name":"ping"}]})";
+  s.trigger = "[TOOL_CALLS]";
+  s.repeat_trigger = true;
+  auto grammar = build_grammar(s);
+  ASSERT_TRUE(grammar.ok()) << grammar.status().to_string();
+  auto compiled = CompiledGrammar::compile(*grammar, table);
+  ASSERT_TRUE(compiled.ok());
+  Constraint c(*compiled, s.trigger, true);
+  const auto byte = [](char ch) { return static_cast<int32_t>(ch - 0x20); };
+  ASSERT_TRUE(c.accept_token(byte('[')).ok());  // "[" as text is no trigger
+  EXPECT_FALSE(c.active());
+  ASSERT_TRUE(c.accept_token(tool_calls).ok());
+  ASSERT_TRUE(c.active());
+  std::vector<uint64_t> mask(table->num_mask_words());
+  ASSERT_TRUE(c.fill_mask(mask));
+  EXPECT_TRUE(mask_allows(mask, byte('[')));
+  EXPECT_FALSE(mask_allows(mask, byte('{')));
+  EXPECT_FALSE(mask_allows(mask, tool_calls));
+  for (char ch : std::string(R"([{"name": "ping", "arguments": {}}])"))
+    ASSERT_TRUE(c.accept_token(byte(ch)).ok()) << ch;
+  EXPECT_FALSE(c.active());  // the list is complete
+}
+
 TEST_F(ConstraintTest, WithoutTriggerItIsTheMatcher) {
   StructuredOutputs s;
   s.kind = StructuredOutputs::Kind::kRegex;
