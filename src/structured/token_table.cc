@@ -102,14 +102,31 @@ void TokenTable::build_full_trie() {
   nodes[0].subtree_end = static_cast<uint32_t>(nodes.size());
 }
 
+namespace {
+size_t split_bytes(const TokenClassSplit& s) {
+  return s.pure.size() * sizeof(int32_t) + s.pure_len_end.size() * sizeof(uint32_t) +
+         s.pure_mask.size() * sizeof(uint64_t) +
+         s.mixed.nodes.size() * sizeof(TokenTable::TrieNode) +
+         s.mixed.tokens_by_node.size() * sizeof(int32_t);
+}
+}  // namespace
+
 std::shared_ptr<const TokenClassSplit> TokenTable::split(const ByteClass& cls) const {
   std::lock_guard lock(splits_mutex_);
-  for (const auto& s : splits_) {
-    if (s->cls == cls) return s;
+  for (size_t i = 0; i < splits_.size(); ++i) {
+    if (splits_[i]->cls != cls) continue;
+    auto hit = splits_[i];
+    splits_.erase(splits_.begin() + static_cast<std::ptrdiff_t>(i));
+    splits_.push_back(hit);  // most recently used last
+    return hit;
   }
   auto made = std::make_shared<const TokenClassSplit>(make_token_class_split(*this, cls));
-  if (splits_.size() >= kMaxSplits) splits_.erase(splits_.begin());
+  splits_bytes_ += split_bytes(*made);
   splits_.push_back(made);
+  while (splits_.size() > 1 && (splits_.size() > kMaxSplits || splits_bytes_ > kMaxSplitBytes)) {
+    splits_bytes_ -= split_bytes(*splits_.front());
+    splits_.erase(splits_.begin());
+  }
   return made;
 }
 

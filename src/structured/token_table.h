@@ -78,10 +78,11 @@ class TokenTable {
   const std::vector<TrieNode>& trie() const { return trie_.nodes; }
   const std::vector<int32_t>& tokens_by_node() const { return trie_.tokens_by_node; }
 
-  // The trie's tokens split by `cls` (token_class_split.h), built on first use and kept for
-  // the table's life in a small cache (the oldest entry is dropped beyond kMaxSplits).
+  // The trie's tokens split by `cls` (token_class_split.h), built on first use and kept in an
+  // LRU cache of at most kMaxSplits entries and kMaxSplitBytes (the newest always stays).
   // Thread-safe.
-  static constexpr size_t kMaxSplits = 16;
+  static constexpr size_t kMaxSplits = 128;
+  static constexpr size_t kMaxSplitBytes = size_t{128} << 20;
   std::shared_ptr<const TokenClassSplit> split(const ByteClass& cls) const;
 
  private:
@@ -94,7 +95,8 @@ class TokenTable {
   std::vector<int32_t> eog_ids_;
   Trie trie_;
   mutable std::mutex splits_mutex_;
-  mutable std::vector<std::shared_ptr<const TokenClassSplit>> splits_;  // oldest first
+  mutable std::vector<std::shared_ptr<const TokenClassSplit>> splits_;  // least recent first
+  mutable size_t splits_bytes_ = 0;
 };
 
 }  // namespace pagoda::structured
