@@ -37,7 +37,7 @@ bool nests_deeper_than(std::string_view text, int64_t limit) {
 
 }  // namespace
 
-void CallObjectScanner::track(char c) {
+void JsonScan::step(char c) {
   if (closed_) return;
   if (in_string_) {
     if (escape_) {
@@ -50,7 +50,7 @@ void CallObjectScanner::track(char c) {
     return;
   }
   if (c == '"') {
-    in_string_ = depth_ > 0;  // before the object opens, quotes are junk
+    in_string_ = depth_ > 0;  // before the value opens, quotes are junk
   } else if (c == '{' || c == '[') {
     ++depth_;
   } else if ((c == '}' || c == ']') && depth_ > 0) {
@@ -64,8 +64,8 @@ CallObjectScanner::Event CallObjectScanner::mismatch() {
 }
 
 CallObjectScanner::Event CallObjectScanner::step(char c) {
-  if (closed_) return Event::kNone;
-  track(c);
+  if (json_.closed()) return Event::kNone;
+  json_.step(c);
   const bool space = is_json_space(c);
   switch (phase_) {
     case Phase::kOpen:
@@ -136,7 +136,7 @@ CallObjectScanner::Event CallObjectScanner::step(char c) {
       phase_ = Phase::kArguments;
       return Event::kHeader;
     case Phase::kArguments:
-      if (depth_ <= 1) phase_ = Phase::kTail;  // this byte closed the arguments
+      if (json_.depth() <= 1) phase_ = Phase::kTail;  // this byte closed the arguments
       return Event::kArguments;
     case Phase::kTail:
     case Phase::kMismatch:

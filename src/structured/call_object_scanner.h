@@ -17,6 +17,22 @@
 
 namespace pagoda::structured {
 
+// A plain JSON scan of one object or array, a byte at a time: strings, escapes and nesting, so
+// that the caller knows when the value has closed. Bytes before its first '{' or '[' are junk.
+class JsonScan {
+ public:
+  void step(char c);
+  bool in_string() const { return in_string_; }
+  int64_t depth() const { return depth_; }  // open objects and arrays
+  bool closed() const { return closed_; }   // later bytes are ignored
+
+ private:
+  int64_t depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  bool closed_ = false;
+};
+
 class CallObjectScanner {
  public:
   enum class Event {
@@ -30,9 +46,9 @@ class CallObjectScanner {
   Event step(char c);
 
   // Whether the next byte would be inside a JSON string.
-  bool in_string() const { return in_string_; }
+  bool in_string() const { return json_.in_string(); }
   // The object's closing brace has been consumed (later bytes are ignored).
-  bool closed() const { return closed_; }
+  bool closed() const { return json_.closed(); }
   // kHeader has been reported and the arguments' closing brace not yet consumed.
   bool in_arguments() const { return phase_ == Phase::kArguments; }
   // Valid from kHeader on.
@@ -56,15 +72,10 @@ class CallObjectScanner {
     kMismatch,
   };
 
-  void track(char c);
   Event mismatch();
 
   Phase phase_ = Phase::kOpen;
-  // The plain JSON scan.
-  int64_t depth_ = 0;
-  bool in_string_ = false;
-  bool escape_ = false;
-  bool closed_ = false;
+  JsonScan json_;
   // The envelope.
   std::string key_;
   std::string name_raw_;

@@ -11,6 +11,13 @@ namespace {
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralTag = "[TOOL_CALLS]";
+constexpr std::string_view kMistralArgsTag = "[ARGS]";
+constexpr size_t kMaxNameBytes = 64;  // OpenAI's limit on function names
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
 
 std::string_view start_tag_of(ToolCallFormat format) {
   return format == ToolCallFormat::kMistral ? kMistralTag : kHermesOpen;
@@ -67,6 +74,10 @@ void ToolCallParser::step(char c) {
     case Mode::kMistralOpen:
     case Mode::kMistralElement:
       return step_mistral(c);
+    case Mode::kMistralName:
+      return step_mistral_name(c);
+    case Mode::kMistralArgs:
+      return step_mistral_args(c);
   }
 }
 
@@ -282,6 +293,12 @@ void ToolCallParser::step_mistral(char c) {
       mode_ = Mode::kMistralElement;
       return;
     }
+    if (is_name_char(c)) {
+      call_name_.assign(1, c);
+      args_tag_matched_ = 0;
+      mode_ = Mode::kMistralName;
+      return;
+    }
     return abandon_region();
   }
   if (c == '{') return start_object(c);
@@ -292,6 +309,38 @@ void ToolCallParser::step_mistral(char c) {
     return;
   }
   abandon_region();
+}
+
+void ToolCallParser::step_mistral_name(char c) {
+  raw_.push_back(c);
+  if (args_tag_matched_ == 0 && is_name_char(c) && call_name_.size() < kMaxNameBytes) {
+    call_name_.push_back(c);
+    return;
+  }
+  if (c == kMistralArgsTag[args_tag_matched_]) {
+    if (++args_tag_matched_ == kMistralArgsTag.size()) {
+      args_ = JsonScan();
+      mode_ = Mode::kMistralArgs;
+    }
+    return;
+  }
+  abandon_region();
+}
+
+void ToolCallParser::step_mistral_args(char c) {
+  if (args_.depth() == 0) {  // before the arguments' '{': still undecided
+    raw_.push_back(c);
+    if (is_json_space(c)) return;
+    if (c != '{') return abandon_region();
+    raw_.clear();
+    begin_call(call_name_);
+  }
+  args_.step(c);
+  add_arguments(std::string_view(&c, 1));
+  if (!args_.closed()) return;
+  end_of_call();
+  mode_ = Mode::kText;  // another [TOOL_CALLS] may follow
+  after_call_ = true;
 }
 
 void ToolCallParser::finish(ParsedDelta& out) {
@@ -314,7 +363,11 @@ void ToolCallParser::finish(ParsedDelta& out) {
     }
     case Mode::kMistralOpen:
     case Mode::kMistralElement:
+    case Mode::kMistralName:
       if (region_calls_ == 0) out.content += raw_;
+      break;
+    case Mode::kMistralArgs:
+      if (args_.depth() == 0 && !args_.closed()) out.content += raw_;  // no call started
       break;
     case Mode::kContent:
     case Mode::kArguments:

@@ -15,10 +15,11 @@
 //   call objects separated by ";" (or nothing) and whitespace; any other output is all content.
 //   After a call, whitespace and one ';' are dropped; from the first thing that is not a call
 //   on, the rest is content.
-// kMistral: "[TOOL_CALLS]" then a JSON array of call objects ("id" and other keys tolerated);
-//   text before it (and after the array, whitespace-only runs dropped as for hermes) is content.
-//   An element that is not a call turns the undecided text (from the tag, or from the last call)
-//   into content.
+// kMistral: "[TOOL_CALLS]" then a JSON array of call objects ("id" and other keys tolerated), or
+//   (Mistral's v11 tokenizers) "[TOOL_CALLS]name[ARGS]{arguments}", one call per tag, streamed
+//   from its '{'; text before it (and after the array or call, whitespace-only runs dropped as
+//   for hermes) is content. An element that is not a call, or a name not followed by "[ARGS]{",
+//   turns the undecided text (from the tag, or from the last call) into content.
 // kNone: everything is content.
 // Streaming-exact: feed()+finish() give the same parts for every split of the same text; what is
 // held back is only a possible tag prefix, whitespace after a call, or an undecided call.
@@ -53,8 +54,10 @@ class ToolCallParser {
     kEnvelope,        // a call object before its arguments, or one buffered whole
     kArguments,       // a streamed call: its arguments, then the rest of its object
     kAfterCall,       // hermes: whitespace, </tool_call>; llama3: ';'; mistral: ',' or ']'
-    kMistralOpen,     // after [TOOL_CALLS]: the array's '['
+    kMistralOpen,     // after [TOOL_CALLS]: the array's '[', or a function name
     kMistralElement,  // in the array: a call object or ']'
+    kMistralName,     // [TOOL_CALLS]name: the rest of the name, then "[ARGS]"
+    kMistralArgs,     // after [ARGS]: the arguments object (streamed from its '{')
   };
 
   static Mode initial_mode(ToolCallFormat format);
@@ -65,6 +68,8 @@ class ToolCallParser {
   void step_after_call(char c);
   void step_llama_start(char c);
   void step_mistral(char c);
+  void step_mistral_name(char c);
+  void step_mistral_args(char c);
   void finish_text();
 
   // A call object starts with this '{' (raw_ holds the text since the undecided region began).
@@ -94,6 +99,9 @@ class ToolCallParser {
   std::string space_;            // kText: that whitespace, held
   bool separator_seen_ = false;  // llama3_json kAfterCall: the ';'
   int32_t region_calls_ = 0;     // mistral: calls in the current array
+  std::string call_name_;        // mistral name form: the function's name
+  size_t args_tag_matched_ = 0;  // mistral name form: bytes of "[ARGS]" matched
+  JsonScan args_;                // mistral name form: the arguments object
 
   std::string raw_;          // the undecided region's text (tags and separators included)
   size_t object_start_ = 0;  // where its call object starts in raw_

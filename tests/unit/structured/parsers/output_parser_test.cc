@@ -247,6 +247,38 @@ TEST(OutputParserMistral, MalformedStaysContent) {
   }
 }
 
+// Mistral's v11 form: [TOOL_CALLS]name[ARGS]{arguments}, one call per tag, arguments streamed.
+TEST(OutputParserMistral, NameArgsForm) {
+  const Merged m =
+      parse_checked(opts(ToolCallFormat::kMistral),
+                    "Checking. [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris}\", \"d\": [1, {}]}"
+                    "[TOOL_CALLS]ping[ARGS] {}\n");
+  EXPECT_EQ(m.content, "Checking. ");
+  ASSERT_EQ(m.calls.size(), 2u);
+  EXPECT_EQ(m.calls[0].name, "get_weather");
+  EXPECT_EQ(m.calls[0].arguments, "{\"city\": \"Paris}\", \"d\": [1, {}]}");
+  EXPECT_EQ(json_of(m.calls[0].arguments)["city"], "Paris}");
+  EXPECT_EQ(m.calls[1].name, "ping");
+  EXPECT_EQ(m.calls[1].arguments, "{}");
+  EXPECT_NE(m.calls[0].id, m.calls[1].id);
+  // The call is announced when its arguments open, before the output ends.
+  OutputParser parser(opts(ToolCallFormat::kMistral));
+  ParsedDelta d = parser.feed("[TOOL_CALLS]f[ARGS]{\"a\": 1");
+  ASSERT_EQ(d.tool_calls.size(), 1u);
+  EXPECT_EQ(d.tool_calls[0].name, "f");
+  EXPECT_EQ(d.tool_calls[0].arguments, "{\"a\": 1");
+}
+
+TEST(OutputParserMistral, NameArgsMalformedStaysContent) {
+  for (const std::string& text : std::vector<std::string>{
+           "[TOOL_CALLS]f[ARG]{}", "[TOOL_CALLS]f(x)", "[TOOL_CALLS]f[ARGS]x{}",
+           "[TOOL_CALLS]f[ARGS]", "[TOOL_CALLS]" + std::string(80, 'n') + "[ARGS]{}"}) {
+    const Merged m = parse_checked(opts(ToolCallFormat::kMistral), text);
+    EXPECT_EQ(m.content, text);
+    EXPECT_TRUE(m.calls.empty()) << text;
+  }
+}
+
 // ---- reasoning ----
 
 TEST(OutputParserReasoning, DeepSeekR1) {
@@ -310,6 +342,7 @@ const std::vector<std::string>& corpus() {
       "x</think><tool_call><tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call></tool_call>",
       "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"s\": \"a;b\"}} ; {\"name\": \"g\"",
       "[TOOL_CALLS][TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}, ] [TOOL_CALLS][]",
+      "[TOOL_CALLS]f[ARGS]{\"a\": \"[ARGS]\"} [TOOL_CALLS]g[AR[TOOL_CALLS]h[ARGS] {\"b\": [}",
       "{\"name\": \"\\u00e9\\n\", \"arguments\": {\"k\": \"\\ud83d\\ude00\"}}",
       "<tool_call>{\"name\": \"f\\x\", \"arguments\": {}}</tool_call>",
       "h\xC3\xA9llo \xE4\xB8\x96\xE7\x95\x8C <tool_call>{\"name\": \"\xE4\xB8\x96\", "
