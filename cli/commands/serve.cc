@@ -112,6 +112,17 @@ int run_serve(ServeOpts o) {
   ec.model_path = o.model.empty() ? default_model_path() : o.model;
   if (ec.model_path.empty()) return fail("no model given (-m) and no bundled model found");
   if (!std::filesystem::exists(ec.model_path)) return fail("model not found: " + ec.model_path);
+  {
+    // Refused before the listener starts: a FIFO would block the loader's open forever (and
+    // /health say "loading" forever).
+    std::error_code fs_ec;
+    const auto kind = std::filesystem::status(ec.model_path, fs_ec).type();
+    if (kind != std::filesystem::file_type::regular &&
+        kind != std::filesystem::file_type::directory) {
+      return fail("model path " + ec.model_path +
+                  " is not a regular file or a directory (a GGUF file or an HF model directory)");
+    }
+  }
   if (!o.kv_cache_memory.empty()) {
     bool ok = false;
     ec.kv_cache_bytes = parse_size(o.kv_cache_memory, ok);
