@@ -510,6 +510,38 @@ TEST(ErrorMapping, CodeIsAStringOrNullNeverANumber) {
   }
 }
 
+// Issue 40, item 6: chat logprobs' "bytes" are the token's raw bytes (meta.token_bytes), also in
+// the streamed chunks, even when the token ends inside a UTF-8 character and its text shows
+// U+FFFD.
+TEST(ResponseShapes, ChatLogprobBytesAreTheRawTokenBytes) {
+  ResponseMeta meta;
+  meta.endpoint = Endpoint::kChat;
+  meta.id = "chatcmpl-x";
+  meta.logprobs = true;
+  meta.token_bytes = [](int32_t id) { return id == 231 ? std::string("\xE4") : std::string("a"); };
+  const TokenText text = [](int32_t id) {
+    return id == 231 ? std::string("\xEF\xBF\xBD") : std::string("a");
+  };
+  ChoiceResult c;
+  c.text = "\xEF\xBF\xBD";
+  c.finish_reason = FinishReason::kLength;
+  TokenLogprobs lp;
+  lp.token = 231;
+  lp.logprob = -0.5f;
+  lp.top = {{231, -0.5f}, {68, -1.0f}};
+  c.logprobs = {lp};
+  const json j = json::parse(full_response_json(meta, {c}, UsageTotals{1, 1, 0}, text));
+  const json& entry = j["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["token"], "\xEF\xBF\xBD");
+  EXPECT_EQ(entry["bytes"], json::array({0xE4}));
+  EXPECT_EQ(entry["top_logprobs"][0]["bytes"], json::array({0xE4}));
+  EXPECT_EQ(entry["top_logprobs"][1]["bytes"], json::array({'a'}));
+  ChunkParts p;
+  p.logprobs = &c.logprobs;
+  const json chunk = json::parse(chunk_json(meta, p, text));
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"][0]["bytes"], json::array({0xE4}));
+}
+
 TEST(ResponseShapes, ChatAndCompletionObjects) {
   ResponseMeta meta;
   meta.endpoint = Endpoint::kChat;
