@@ -184,6 +184,8 @@ int run_serve(ServeOpts o) {
   sc.keep_alive_timeout = seconds_to_ms(o.keep_alive_timeout_s);
   sc.read_timeout = seconds_to_ms(o.read_timeout_s);
   sc.write_timeout = seconds_to_ms(o.write_timeout_s);
+  // An empty key means none (as `--api-key ""` always did).
+  std::erase_if(sc.api_keys, [](const std::string& k) { return k.empty(); });
   if (sc.api_keys.empty()) {
     if (const char* env = std::getenv("PAGODA_API_KEY"); env != nullptr) {
       sc.api_keys = split_list(env);
