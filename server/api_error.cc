@@ -8,7 +8,7 @@ std::string ApiError::body() const {
   nlohmann::json err = {{"message", message},
                         {"type", type},
                         {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
-                        {"code", code.empty() ? nlohmann::json(status) : nlohmann::json(code)}};
+                        {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}};
   nlohmann::json j = {{"error", std::move(err)}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -115,6 +115,8 @@ const char* reason_phrase(int status) {
       return "Bad Request";
     case 401:
       return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
@@ -125,6 +127,10 @@ const char* reason_phrase(int status) {
       return "Payload Too Large";
     case 414:
       return "URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
     case 429:
       return "Too Many Requests";
     case 431:

@@ -15,10 +15,10 @@ struct ApiError {
   std::string message;
   std::string type;   // invalid_request_error, authentication_error, not_found_error, ...
   std::string param;  // the offending request field, "" = null
-  std::string code;   // a machine-readable code, "" = null
+  std::string code;   // a machine-readable code, "" = null (always a string or null, as OpenAI)
   int32_t retry_after_seconds = 0;  // > 0: a Retry-After header (429, 503)
 
-  // {"error": {...}} (with the HTTP status as "code" when `code` is empty, like vLLM).
+  // {"error": {"message", "type", "param", "code"}}; "code" is a string or null, never a number.
   std::string body() const;
 };
 

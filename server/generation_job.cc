@@ -43,6 +43,7 @@ GenerationJob::GenerationJob(GenerationSpec spec, Engine& engine, ServerState& s
   meta_.created = static_cast<int64_t>(std::time(nullptr));
   meta_.model = spec_.model;
   meta_.logprobs = spec_.logprobs;
+  meta_.token_bytes = [this](int32_t id) { return engine_.token_bytes(id); };
   token_text_fn_ = [this](int32_t id) { return token_text(id); };
 }
 

@@ -1,6 +1,8 @@
 #include "server/http_session.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <boost/asio/bind_executor.hpp>
@@ -9,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include "server/http_framing.h"
 #include "server/router.h"
 #include "server/server_state.h"
 
@@ -81,6 +84,8 @@ void HttpSession::next_request() {
   header_checked_ = false;
   request_started_ = in_.size() > 0;
   head_ = RequestHead();
+  head_only_ = false;
+  cors_allow_origin_.clear();
   response_done_ = false;
   streaming_ = false;
   listener_.reset();
@@ -162,23 +167,85 @@ void HttpSession::parse_input() {
   }
 }
 
+namespace {
+
+std::string lower_copy(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
 void HttpSession::on_header() {
   header_checked_ = true;
   const auto& h = parser_->get();
+  http10_ = h.version() < 11;
+  keep_alive_ = h.keep_alive();
+  if (auto err = check_framing(*parser_)) {
+    fail_request(*err);
+    return;
+  }
   head_.method = std::string(h.method_string());
   head_.target = std::string(h.target());
-  const auto q = head_.target.find('?');
-  head_.path = q == std::string::npos ? head_.target : head_.target.substr(0, q);
+  head_.http10 = http10_;
+  // The absolute form (RFC 9112 §3.2.2): "http://host/path?q"; its authority replaces Host.
+  std::string_view target = head_.target;
+  const std::string scheme = lower_copy(target.substr(0, 8));
+  std::optional<std::string> authority;
+  for (std::string_view prefix : {"http://", "https://"}) {
+    if (scheme.compare(0, prefix.size(), prefix) == 0) {
+      target.remove_prefix(prefix.size());
+      const size_t end = target.find_first_of("/?");
+      authority = std::string(target.substr(0, end));
+      target = end == std::string_view::npos ? std::string_view() : target.substr(end);
+      break;
+    }
+  }
+  std::string path(target.substr(0, target.find('?')));
+  if (authority && path.empty()) path = "/";
+  head_.path = std::move(path);
+  size_t hosts = 0;
+  for (const auto& f : h) {
+    if (f.name() != http::field::host) continue;
+    if (++hosts > 1) {
+      fail_request(bad_request("The request has more than one Host header"));
+      return;
+    }
+    head_.host = std::string(f.value());
+  }
+  if (authority) head_.host = std::move(authority);
+  if (auto it = h.find(http::field::origin); it != h.end()) head_.origin = std::string(it->value());
+  if (auto it = h.find(http::field::content_type); it != h.end()) {
+    head_.content_type = std::string(it->value());
+  }
+  head_.preflight =
+      head_.method == "OPTIONS" && h.find(http::field::access_control_request_method) != h.end();
   if (auto it = h.find(http::field::authorization); it != h.end()) {
     head_.authorization = std::string(it->value());
   }
   if (auto cl = parser_->content_length()) head_.content_length = *cl;
   head_.chunked = parser_->chunked();
-  http10_ = h.version() < 11;
-  keep_alive_ = h.keep_alive();
+  head_only_ = head_.method == "HEAD";
   if (auto err = router_.check_header(head_)) {
     fail_request(*err);
     return;
+  }
+  cors_allow_origin_ = head_.cors_allow_origin;
+  // Expect (RFC 9110 §10.1.1): the header passed every check, so the body is wanted.
+  if (auto it = h.find(http::field::expect); it != h.end()) {
+    if (lower_copy(it->value()) != "100-continue") {
+      ApiError e = bad_request("Only 'Expect: 100-continue' is supported");
+      e.status = 417;
+      e.code = "expectation_failed";
+      fail_request(e);
+      return;
+    }
+    const bool body_follows = head_.chunked || (head_.content_length && *head_.content_length > 0);
+    if (!http10_ && body_follows && !parser_->is_done()) {
+      queue_write("HTTP/1.1 100 Continue\r\n\r\n");
+    }
   }
   parser_->body_limit(state_.config().max_body_bytes);
   arm_read_timer(state_.config().read_timeout);
@@ -248,10 +315,13 @@ std::string HttpSession::header_block(
   if (close) close_after_response_ = true;
   std::string h =
       fmt::format("HTTP/1.1 {} {}\r\nServer: pagoda\r\n", status, reason_phrase(status));
+  if (!cors_allow_origin_.empty()) {
+    h += fmt::format("Access-Control-Allow-Origin: {}\r\nVary: Origin\r\n", cors_allow_origin_);
+  }
   if (!content_type.empty()) h += fmt::format("Content-Type: {}\r\n", content_type);
   if (chunked) {
     h += "Transfer-Encoding: chunked\r\n";
-  } else if (!streaming_) {
+  } else if (!streaming_ && status != 204) {
     h += fmt::format("Content-Length: {}\r\n", content_length);
   }
   h += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
@@ -267,7 +337,7 @@ void HttpSession::respond(HttpResponse r) {
   }
   state_.metrics().count_http_response(r.status);
   std::string data = header_block(r.status, r.content_type, r.body.size(), false, r.headers);
-  data += r.body;
+  if (!head_only_) data += r.body;  // HEAD: the GET's headers, no body
   listener_.reset();
   response_done_ = true;
   queue_write(std::move(data));
@@ -279,7 +349,7 @@ void HttpSession::respond_error(const ApiError& e) {
   r.body = e.body();
   if (e.retry_after_seconds > 0)
     r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
-  if (e.status == 405) r.headers.emplace_back("Allow", "GET, POST");
+  if (e.status == 405) r.headers.emplace_back("Allow", "GET, HEAD, POST, OPTIONS");
   respond(std::move(r));
 }
 

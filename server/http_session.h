@@ -110,6 +110,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool closed_ = false;
   bool keep_alive_ = true;
   bool http10_ = false;
+  bool head_only_ = false;         // a HEAD request: headers only
+  std::string cors_allow_origin_;  // echoed in Access-Control-Allow-Origin ("" = none)
   bool draining_ = false;
   RequestHead head_;
 

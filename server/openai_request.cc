@@ -234,10 +234,15 @@ std::optional<ApiError> parse_logit_bias(const Fields& f, const ServerConfig& cf
   return std::nullopt;
 }
 
-// Every top-level field a request may carry. Anything else is refused by name (a 400), never
-// ignored: a client that sends a field we do not implement learns it at once. `user` (an
-// end-user id for the caller's own monitoring) has no effect on generation and is accepted.
-std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) {
+// Every top-level field a request may carry, in three sets: the fields we implement (per
+// endpoint); the fields of the OpenAI, vLLM and llama.cpp request schemas that we do not
+// implement, or that belong to the other endpoint, refused by name (a 400) whatever their value
+// but null, so a client never gets output that silently ignored what it asked for; and anything
+// else, outside all of those schemas, ignored (and counted: spec.ignored_fields, a metric), as
+// OpenAI ignores extra fields. `user` (an end-user id for the caller's own monitoring) has no
+// effect on generation and is accepted.
+std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint,
+                                           std::vector<std::string>& ignored) {
   static constexpr std::string_view kCommon[] = {"model",
                                                  "stream",
                                                  "stream_options",
@@ -276,19 +281,57 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) 
       "messages",    "top_logprobs",          "max_completion_tokens", "tools",
       "tool_choice", "add_generation_prompt", "parallel_tool_calls"};
   static constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
+  // Request fields of OpenAI (chat + legacy completions), vLLM (sampling params and its extra
+  // chat / completion fields) and llama.cpp's server (/completion, /v1/chat/completions) that
+  // pagoda does not implement.
+  static constexpr std::string_view kUnimplemented[] = {
+      // OpenAI
+      "functions", "function_call", "audio", "modalities", "prediction", "store", "metadata",
+      "service_tier", "web_search_options", "reasoning_effort", "verbosity", "prompt_cache_key",
+      "safety_identifier",
+      // vLLM
+      "use_beam_search", "length_penalty", "early_stopping", "prompt_logprobs",
+      "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
+      "guided_decoding_backend", "guided_whitespace_pattern", "logits_processors",
+      "return_tokens_as_token_ids", "return_token_ids", "documents", "chat_template",
+      "chat_template_kwargs", "mm_processor_kwargs", "continue_final_message", "request_id",
+      "kv_transfer_params", "vllm_xargs", "prompt_embeds", "include_reasoning",
+      "thinking_token_budget", "repetition_detection",
+      // llama.cpp
+      "n_predict", "n_probs", "typical_p", "tfs_z", "mirostat", "mirostat_tau", "mirostat_eta",
+      "penalize_nl", "repeat_last_n", "repeat_penalty", "dry_multiplier", "dry_base",
+      "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability",
+      "xtc_threshold", "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "n_keep", "n_discard",
+      "cache_prompt", "id_slot", "samplers", "image_data", "min_keep", "n_indent",
+      "t_max_prompt_ms", "t_max_predict_ms", "return_tokens", "timings_per_token",
+      "post_sampling_probs", "lora", "response_fields", "reasoning_format", "parse_tool_calls",
+      "input_prefix", "input_suffix", "input_extra"};
   const auto listed = [](std::span<const std::string_view> names, const std::string& key) {
     return std::find(names.begin(), names.end(), key) != names.end();
   };
+  const bool chat = endpoint == Endpoint::kChat;
+  const std::span<const std::string_view> own =
+      chat ? std::span<const std::string_view>(kChat)
+           : std::span<const std::string_view>(kCompletion);
+  const std::span<const std::string_view> other =
+      chat ? std::span<const std::string_view>(kCompletion)
+           : std::span<const std::string_view>(kChat);
   for (const auto& [key, value] : body.items()) {
-    if (listed(kCommon, key)) continue;
-    if (listed(endpoint == Endpoint::kChat ? std::span<const std::string_view>(kChat)
-                                           : std::span<const std::string_view>(kCompletion),
-               key)) {
-      continue;
+    if (listed(kCommon, key) || listed(own, key)) continue;
+    const std::string shown = key.substr(0, 64);
+    if (listed(other, key)) {
+      if (value.is_null()) continue;
+      return bad_request(fmt::format("'{}' is a field of {}, not of this endpoint", shown,
+                                     chat ? "/v1/completions" : "/v1/chat/completions"),
+                         shown);
     }
-    return bad_request(
-        fmt::format("'{}' is not a supported field of this endpoint", key.substr(0, 64)),
-        key.substr(0, 64));
+    if (listed(kUnimplemented, key)) {
+      if (value.is_null()) continue;
+      ApiError e = bad_request(fmt::format("'{}' is not supported by this server", shown), shown);
+      e.code = "unsupported_field";
+      return e;
+    }
+    ignored.push_back(shown);
   }
   return std::nullopt;
 }
@@ -514,7 +557,18 @@ std::optional<ApiError> parse_chat_prompt(const json& body, const Fields& f, con
   const std::string messages_json = normalized.dump(-1, ' ', false, json::error_handler_t::replace);
   Result<std::string> rendered =
       engine.apply_chat_template(messages_json, tools_json, add_generation_prompt);
-  if (!rendered.ok()) return from_status(rendered.status(), "messages");
+  if (!rendered.ok()) {
+    // A model without a chat template will never render one: 400 (a 503 would invite retries).
+    if (rendered.status().code() == StatusCode::kFailedPrecondition) {
+      ApiError e =
+          bad_request(rendered.status().message() +
+                          "; use /v1/completions, or start the server with --chat-template FILE",
+                      "messages");
+      e.code = "no_chat_template";
+      return e;
+    }
+    return from_status(rendered.status(), "messages");
+  }
   PromptInput p;
   p.tokens = engine.tokenize(*rendered, add_special_tokens, /*parse_special=*/true);
   if (p.tokens.empty()) return bad_request("The rendered chat prompt is empty", "messages");
@@ -590,9 +644,9 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
                                                  GenerationSpec& spec) {
   json j;
   PAGODA_TRY(parse_json_object(body, cfg.max_json_depth, j));
-  PAGODA_TRY(check_known_fields(j, endpoint));
-  Fields f(j);
   spec = GenerationSpec();
+  PAGODA_TRY(check_known_fields(j, endpoint, spec.ignored_fields));
+  Fields f(j);
   spec.endpoint = endpoint;
   PAGODA_TRY(parse_common(j, f, engine, cfg, spec));
 

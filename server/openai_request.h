@@ -43,6 +43,8 @@ struct GenerationSpec {
   bool echo = false;  // completions: prepend the prompt text to each choice
   bool skip_special_tokens = true;
   std::string cache_salt;
+  // Top-level fields outside the OpenAI, vLLM and llama.cpp schemas: ignored (counted).
+  std::vector<std::string> ignored_fields;
   // Chat: how the output is split (OutputParser): tool calls in this format when the request
   // has tools (and tool_choice is not none), reasoning per the server's --reasoning-parser.
   ToolCallFormat tool_format = ToolCallFormat::kNone;

@@ -25,18 +25,24 @@ json bytes_of(const std::string& s) {
   return b;
 }
 
-json chat_logprob_entry(int32_t token, float logprob, const TokenText& token_text) {
+// "bytes" is the token's raw bytes, always (a token may end inside a UTF-8 character; its
+// "token" text then shows U+FFFD).
+json chat_logprob_entry(int32_t token, float logprob, const TokenText& token_text,
+                        const TokenText& token_bytes) {
   const std::string text = token_text(token);
-  return json{{"token", text}, {"logprob", finite_logprob(logprob)}, {"bytes", bytes_of(text)}};
+  return json{{"token", text},
+              {"logprob", finite_logprob(logprob)},
+              {"bytes", bytes_of(token_bytes ? token_bytes(token) : text)}};
 }
 
-json chat_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& token_text) {
+json chat_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& token_text,
+                   const TokenText& token_bytes) {
   json content = json::array();
   for (const TokenLogprobs& lp : lps) {
-    json entry = chat_logprob_entry(lp.token, lp.logprob, token_text);
+    json entry = chat_logprob_entry(lp.token, lp.logprob, token_text, token_bytes);
     json top = json::array();
     for (const auto& [id, l] : lp.top)
-      top.push_back(chat_logprob_entry(id, l, token_text));
+      top.push_back(chat_logprob_entry(id, l, token_text, token_bytes));
     entry["top_logprobs"] = std::move(top);
     content.push_back(std::move(entry));
   }
@@ -138,7 +144,8 @@ std::string full_response_json(const ResponseMeta& meta, const std::vector<Choic
         message["tool_calls"] = std::move(calls);
       }
       choice["message"] = std::move(message);
-      choice["logprobs"] = meta.logprobs ? chat_logprobs(c.logprobs, token_text) : json(nullptr);
+      choice["logprobs"] =
+          meta.logprobs ? chat_logprobs(c.logprobs, token_text, meta.token_bytes) : json(nullptr);
     } else {
       choice["text"] = c.text;
       choice["logprobs"] =
@@ -175,7 +182,8 @@ std::string chunk_json(const ResponseMeta& meta, const ChunkParts& p, const Toke
       delta["tool_calls"] = std::move(calls);
     }
     choice["delta"] = std::move(delta);
-    choice["logprobs"] = has_logprobs ? chat_logprobs(*p.logprobs, token_text) : json(nullptr);
+    choice["logprobs"] =
+        has_logprobs ? chat_logprobs(*p.logprobs, token_text, meta.token_bytes) : json(nullptr);
   } else {
     choice["text"] = std::string(p.text);
     choice["logprobs"] =

@@ -26,6 +26,8 @@ struct ResponseMeta {
   int64_t created = 0;
   std::string model;
   bool logprobs = false;
+  // The raw bytes of a token for chat logprobs' "bytes" (unset: the bytes of its text).
+  TokenText token_bytes;
 };
 
 // A tool call of a non-streamed chat response (arguments: JSON text).

@@ -3,6 +3,9 @@
 #include <cctype>
 #include <ctime>
 
+#include <boost/asio/ip/address.hpp>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "server/generation_job.h"
@@ -62,33 +65,216 @@ std::optional<Router::Route> Router::find_route(std::string_view path) {
   return std::nullopt;
 }
 
-bool Router::authorized(const std::string& authorization) const {
-  const std::string& key = state_.config().api_key;
-  if (key.empty()) return true;
+bool Router::method_matches(const Route& route, std::string_view method) {
+  // HEAD is GET without the body (load balancers probe /health with HEAD).
+  return method == route.method || (method == "HEAD" && std::string_view(route.method) == "GET");
+}
+
+int32_t Router::api_key_index(const std::string& authorization) const {
+  const std::vector<std::string>& keys = state_.config().api_keys;
+  if (keys.empty()) return -1;
   constexpr std::string_view kBearer = "Bearer ";
   std::string_view given = authorization;
-  if (given.size() < kBearer.size()) return false;
+  if (given.size() < kBearer.size()) return -2;
   // The scheme is case-insensitive (RFC 7235).
   std::string scheme(given.substr(0, kBearer.size()));
   for (char& c : scheme)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme != "bearer ") return false;
+  if (scheme != "bearer ") return -2;
   given.remove_prefix(kBearer.size());
-  return constant_time_equal(given, key);
+  int32_t found = -2;
+  // Every key is compared (constant time each), whichever matches.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (constant_time_equal(given, keys[i]) && found == -2) found = static_cast<int32_t>(i);
+  }
+  return found;
 }
 
-std::optional<ApiError> Router::check_header(const RequestHead& head) const {
+bool Router::authorized(const std::string& authorization) const {
+  return api_key_index(authorization) != -2;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// "Host[:port]" -> the lower-case host name or address (brackets of an IPv6 literal removed,
+// one trailing dot dropped); nullopt when malformed.
+std::optional<std::string> host_name(std::string_view authority) {
+  std::string_view h = authority;
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view rest = h.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return std::nullopt;
+    h = h.substr(1, close - 1);
+  } else if (const size_t colon = h.rfind(':'); colon != std::string_view::npos) {
+    if (h.find(':') != colon) return std::nullopt;  // a bare IPv6 address is not a Host
+    h = h.substr(0, colon);
+  }
+  if (!h.empty() && h.back() == '.') h.remove_suffix(1);
+  if (h.empty() || h.size() > 255) return std::nullopt;
+  for (const char c : h) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == ':' || c == '%')) {
+      return std::nullopt;
+    }
+  }
+  return lower(h);
+}
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+bool is_wildcard_address(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The media type of a Content-Type value, lower-case, without parameters.
+std::string media_type(std::string_view value) {
+  const size_t semi = value.find(';');
+  std::string_view t = value.substr(0, semi);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
+    t.remove_suffix(1);
+  while (!t.empty() && (t.front() == ' ' || t.front() == '\t'))
+    t.remove_prefix(1);
+  return lower(t);
+}
+
+ApiError forbidden(std::string message, std::string code) {
+  ApiError e = bad_request(std::move(message));
+  e.status = 403;
+  e.type = "permission_error";
+  e.code = std::move(code);
+  return e;
+}
+
+}  // namespace
+
+bool Router::host_allowed(const std::string& authority) const {
+  const ServerConfig& cfg = state_.config();
+  for (const std::string& h : cfg.allowed_hosts) {
+    if (h == "*") return true;
+  }
+  const std::optional<std::string> name = host_name(authority);
+  if (!name) return false;
+  if (!cfg.allowed_hosts.empty()) {
+    for (const std::string& h : cfg.allowed_hosts) {
+      const std::optional<std::string> allowed = host_name(h);
+      if (allowed && *allowed == *name) return true;
+    }
+    return false;
+  }
+  // The defaults: names that resolve to this machine's loopback, the loopback addresses, the
+  // bound address. Bound to a wildcard address, any IP literal too: DNS rebinding needs a name
+  // the attacker controls, never an address.
+  if (*name == "localhost" || ends_with(*name, ".localhost") || *name == "127.0.0.1" ||
+      *name == "::1") {
+    return true;
+  }
+  const std::optional<std::string> bound = host_name(cfg.host);
+  if (bound && *bound == *name) return true;
+  if (is_wildcard_address(cfg.host) && is_ip_literal(*name)) return true;
+  return false;
+}
+
+// The Origin is allowed: listed (or "*"), or same-origin (its authority is the Host).
+bool Router::origin_allowed(const std::string& origin, const std::optional<std::string>& host,
+                            bool& cross_origin) const {
+  cross_origin = true;
+  const std::string o = lower(origin);
+  for (const std::string& a : state_.config().allowed_origins) {
+    if (a == "*" || lower(a) == o) return true;
+  }
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (o.size() > scheme.size() && o.compare(0, scheme.size(), scheme) == 0 && host &&
+        o.substr(scheme.size()) == lower(*host)) {
+      cross_origin = false;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<ApiError> Router::check_header(RequestHead& head) const {
   const ServerConfig& cfg = state_.config();
   if (head.target.size() > cfg.max_uri_bytes) return uri_too_long(cfg.max_uri_bytes);
+  // DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 still sends
+  // "Host: attacker.example".
+  if (!head.host) {
+    if (!head.http10) return bad_request("The request has no Host header", "");
+  } else if (!host_allowed(*head.host)) {
+    return forbidden(
+        "The Host '" + head.host->substr(0, 256) + "' is not allowed (see --allowed-hosts)",
+        "host_not_allowed");
+  }
+  // CSRF: a web page may send requests cross-origin; only listed origins are answered.
+  if (head.origin) {
+    bool cross = true;
+    if (!origin_allowed(*head.origin, head.host, cross)) {
+      return forbidden(
+          "The Origin '" + head.origin->substr(0, 256) + "' is not allowed (see --allowed-origins)",
+          "origin_not_allowed");
+    }
+    if (cross) head.cors_allow_origin = *head.origin;
+  }
   const std::optional<Route> route = find_route(head.path);
-  const bool is_public = route && route->is_public && head.method == route->method;
+  if (head.method == "OPTIONS" && route) return std::nullopt;  // answered by handle()
+  const bool is_public = route && route->is_public && method_matches(*route, head.method);
   if (!is_public && !authorized(head.authorization)) return unauthorized();
   if (!route) return route_not_found(head.method, head.path);
-  if (head.method != route->method) return method_not_allowed(head.method, head.path);
+  if (!method_matches(*route, head.method)) return method_not_allowed(head.method, head.path);
   if (head.content_length && *head.content_length > cfg.max_body_bytes) {
     return payload_too_large(cfg.max_body_bytes);
   }
+  // JSON endpoints take application/json only: text/plain (or no type) is what a cross-site
+  // form or fetch() may send without a preflight.
+  if (std::string_view(route->method) == "POST") {
+    const std::string type = head.content_type ? media_type(*head.content_type) : "";
+    if (type != "application/json") {
+      ApiError e =
+          bad_request("Content-Type must be application/json, got " +
+                      (head.content_type ? "'" + head.content_type->substr(0, 128) + "'" : "none"));
+      e.status = 415;
+      e.code = "unsupported_media_type";
+      return e;
+    }
+  }
   return std::nullopt;
+}
+
+// The salt the KV cache hashes into a request's first block (every block's hash chains from it,
+// and the root also carries a random per-process secret, kv/block_hash.h). The tenant tag before
+// '|' never contains '|', so no client salt can make one tenant's chain equal another's.
+std::string Router::effective_cache_salt(const std::string& client_salt,
+                                         const std::string& authorization) const {
+  switch (state_.config().prefix_cache_isolation) {
+    case PrefixCacheIsolation::kNone:
+      return client_salt;
+    case PrefixCacheIsolation::kApiKey: {
+      const int32_t key = api_key_index(authorization);
+      if (key < 0) return client_salt;  // no keys configured: one tenant
+      return fmt::format("k{}|{}", key, client_salt);
+    }
+    case PrefixCacheIsolation::kSalt:
+      if (client_salt.empty()) {
+        return fmt::format("u{}|", unsalted_.fetch_add(1, std::memory_order_relaxed));
+      }
+      return "s|" + client_salt;
+  }
+  return client_salt;
 }
 
 std::optional<ApiError> Router::not_ready() const {
@@ -116,6 +302,20 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
   const std::optional<Route> route = find_route(request.head.path);
   if (!route) {  // check_header already answered; defensive
     session->respond_error(route_not_found(request.head.method, request.head.path));
+    return;
+  }
+  if (request.head.method == "OPTIONS") {
+    HttpResponse r;
+    r.status = 204;
+    r.content_type.clear();
+    const std::string methods = std::string(route->method) == "GET" ? "GET, HEAD" : "POST";
+    r.headers.emplace_back("Allow", methods + ", OPTIONS");
+    if (!request.head.cors_allow_origin.empty()) {
+      r.headers.emplace_back("Access-Control-Allow-Methods", methods + ", OPTIONS");
+      r.headers.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      r.headers.emplace_back("Access-Control-Max-Age", "600");
+    }
+    session->respond(std::move(r));
     return;
   }
   switch (route->id) {
@@ -326,6 +526,8 @@ void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpReq
     session->respond_error(*err);
     return;
   }
+  state_.metrics().count_ignored_fields(spec.ignored_fields.size());
+  spec.cache_salt = effective_cache_salt(spec.cache_salt, request.head.authorization);
   auto job = std::make_shared<GenerationJob>(std::move(spec), engine, state_, session);
   job->start();
 }

@@ -1,14 +1,19 @@
 // Router: the route table and the small endpoints. check_header() runs before a body is read:
-// URI length, authentication (every route but GET /health and GET /metrics needs the key when
-// one is set, unknown paths included, so no path trick is answered without it), route, method
-// and Content-Length. handle() answers a complete request: /health, /metrics, /v1/models,
+// URI length, Host (--allowed-hosts: DNS rebinding), Origin (--allowed-origins: CSRF; CORS
+// preflights pass to handle()), authentication (every route but GET/HEAD /health and /metrics
+// needs a key when keys are set, unknown paths included, so no path trick is answered without
+// it), route, method, Content-Length and, on the JSON endpoints, Content-Type (415 unless
+// application/json). handle() answers a complete request: /health, /metrics, /v1/models,
 // /tokenize, /detokenize directly; /v1/chat/completions and /v1/completions through a
 // GenerationJob. Paths are matched exactly (no normalisation: "//v1/models", "/v1/../x" and
 // "%2e%2e" are simply unknown).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "server/api_error.h"
@@ -23,7 +28,11 @@ class Router {
  public:
   explicit Router(ServerState& state) : state_(state) {}
 
-  std::optional<ApiError> check_header(const RequestHead& head) const;
+  // May set head.cors_allow_origin.
+  std::optional<ApiError> check_header(RequestHead& head) const;
+  // The index of the API key `authorization` carries; -1 when no key is configured, -2 when it
+  // carries none of them.
+  int32_t api_key_index(const std::string& authorization) const;
   void handle(const std::shared_ptr<HttpSession>& session, HttpRequest request);
 
  private:
@@ -44,7 +53,11 @@ class Router {
     bool is_public;
   };
   static std::optional<Route> find_route(std::string_view path);
+  static bool method_matches(const Route& route, std::string_view method);
   bool authorized(const std::string& authorization) const;
+  bool host_allowed(const std::string& authority) const;
+  bool origin_allowed(const std::string& origin, const std::optional<std::string>& host,
+                      bool& cross_origin) const;
 
   HttpResponse health() const;
   HttpResponse metrics() const;
@@ -53,10 +66,14 @@ class Router {
   HttpResponse tokenize(const std::string& body) const;
   HttpResponse detokenize(const std::string& body) const;
   void generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request, bool chat);
+  // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
+  std::string effective_cache_salt(const std::string& client_salt,
+                                   const std::string& authorization) const;
   // 503 while loading / draining / after the engine loop died; nullopt when ready.
   std::optional<ApiError> not_ready() const;
 
   ServerState& state_;
+  mutable std::atomic<uint64_t> unsalted_{0};  // kSalt: a fresh salt per unsalted request
 };
 
 // Constant-time equality (the time depends only on the lengths).

@@ -7,18 +7,38 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pagoda/output_parser.h"
 
 namespace pagoda::server {
+
+enum class PrefixCacheIsolation { kNone, kApiKey, kSalt };
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;  // 0: an ephemeral port (logged as "listening on http://host:port")
   int32_t io_threads = 2;
 
-  // Bearer token required on every route but GET /health and GET /metrics; "" = no auth.
-  std::string api_key;
+  // Bearer tokens: one of them is required on every route but GET/HEAD /health and /metrics;
+  // empty = no auth. (--api-key, repeatable; PAGODA_API_KEY, comma-separated.)
+  std::vector<std::string> api_keys;
+
+  // Browser-origin defences (DNS rebinding, CSRF). allowed_hosts: the Host header (or the
+  // authority of an absolute-form target) must be one of these names; empty = the defaults
+  // (localhost, *.localhost, 127.0.0.1, ::1, the bound address, and any IP literal when bound to
+  // a wildcard address); "*" allows all. allowed_origins: a request carrying an Origin header is
+  // refused (403) unless the origin is listed, "*" is listed, or it is same-origin (its
+  // host:port is the Host header); listed origins get CORS headers and preflights answered.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
+
+  // Prefix-cache tenant isolation: kNone shares cached prefixes between all requests (a
+  // request's own cache_salt still separates it); kApiKey seeds each API key's hash chain with
+  // a secret of its own, so requests made with different keys never share blocks (and
+  // cache_salt still separates within a key); kSalt shares only between requests that send the
+  // same cache_salt (unsalted requests get a fresh salt each, i.e. never share).
+  PrefixCacheIsolation prefix_cache_isolation = PrefixCacheIsolation::kNone;
 
   // Admission. max_queue is the engine's waiting-queue bound (429 beyond it); a request that
   // has produced no token within queue_timeout is aborted with 429 (0 = no timeout).

@@ -75,6 +75,8 @@ struct ServerMetrics::Impl {
   Counter* prompt_tokens = nullptr;
   Counter* generation_tokens = nullptr;
   Counter* preemptions = nullptr;
+  Counter* preemptions_kv_full = nullptr;  // pagoda:preemptions_total{reason="kv_cache_full"}
+  Counter* ignored_fields = nullptr;
   Counter* prefix_queries = nullptr;
   Counter* prefix_hits = nullptr;
   std::map<FinishReason, Counter*> success;
@@ -123,6 +125,16 @@ ServerMetrics::ServerMetrics(const std::string& model_name) : impl_(std::make_un
       counter("vllm:generation_tokens_total", "Number of generation tokens processed.");
   m.preemptions =
       counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
+  // The engine preempts only when the KV cache has no block for a running request (the victim
+  // is recomputed later); the reason label leaves room for others.
+  m.preemptions_kv_full = &prometheus::BuildCounter()
+                               .Name("pagoda:preemptions_total")
+                               .Help("Preemptions, by reason.")
+                               .Register(r)
+                               .Add(m.with("reason", "kv_cache_full"));
+  m.ignored_fields = counter("pagoda:request_ignored_fields_total",
+                             "Request fields outside the OpenAI, vLLM and llama.cpp schemas, "
+                             "ignored.");
   m.prefix_queries = counter("vllm:prefix_cache_queries_total",
                              "Prefix cache queries, in terms of number of queried tokens.");
   m.prefix_hits = counter("vllm:prefix_cache_hits_total",
@@ -204,6 +216,10 @@ void ServerMetrics::count_http_response(int status) {
   it->second->Increment();
 }
 
+void ServerMetrics::count_ignored_fields(size_t n) {
+  if (n > 0) impl_->ignored_fields->Increment(static_cast<double>(n));
+}
+
 void ServerMetrics::connection_opened() {
   impl_->connections->Increment();
 }
@@ -226,6 +242,7 @@ std::string ServerMetrics::render(const EngineStats* stats) {
     advance(m.prompt_tokens, stats->prompt_tokens_total, prev.prompt_tokens_total);
     advance(m.generation_tokens, stats->generation_tokens_total, prev.generation_tokens_total);
     advance(m.preemptions, stats->num_preemptions, prev.num_preemptions);
+    advance(m.preemptions_kv_full, stats->num_preemptions, prev.num_preemptions);
     advance(m.prefix_queries, stats->prefix_cache_queries, prev.prefix_cache_queries);
     advance(m.prefix_hits, stats->prefix_cache_hits, prev.prefix_cache_hits);
     m.last = *stats;

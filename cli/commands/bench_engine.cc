@@ -1,8 +1,9 @@
 // pagoda bench engine: offline throughput of the serving engine (no HTTP). Keeps `concurrency`
 // requests in flight until `num_requests` have finished; prompts are random token ids from a
-// fixed seed (optionally all starting with the same `shared_prefix` tokens) and every request
-// generates exactly `output_len` tokens (ignore_eos). With --range-ratio R each request's input
-// and output lengths are drawn uniformly from [L(1-R), L(1+R)] (a mixed-length load, like
+// fixed seed (optionally all starting with the same `shared_prefix` tokens; with --tenants N the
+// requests take turns over N cache salts, as N API keys under prefix-cache isolation) and every
+// request generates exactly `output_len` tokens (ignore_eos). With --range-ratio R each request's
+// input and output lengths are drawn uniformly from [L(1-R), L(1+R)] (a mixed-length load, like
 // vLLM's benchmark --random-range-ratio). Reports requests/s, output and total
 // tokens/s, TTFT and TPOT percentiles, KV utilisation (mean blocks in use over steps and the fill
 // ratio live tokens / (blocks in use x block size)), prefix-cache hit rate, preemptions, and the
@@ -48,6 +49,7 @@ struct BenchOpts {
   int32_t input_len = 128;
   int32_t output_len = 64;
   int32_t shared_prefix = 0;
+  int32_t tenants = 1;  // requests round-robin over this many cache salts (isolated tenants)
   double range_ratio = 0;
   bool json = false;
   uint64_t seed = 0;
@@ -165,6 +167,8 @@ int run_bench(const BenchOpts& o) {
     req.sampling.temperature = o.temperature;
     req.sampling.seed = o.seed + static_cast<uint64_t>(submitted);
     req.sampling.structured = constraint;
+    // Tenant isolation as `serve --prefix-cache-isolation api-key` does it: one salt per key.
+    if (o.tenants > 1) req.cache_salt = "tenant-" + std::to_string(submitted % o.tenants);
     ++submitted;
     ++in_flight;
     lock.unlock();
@@ -218,6 +222,7 @@ int run_bench(const BenchOpts& o) {
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;
   j["shared_prefix"] = o.shared_prefix;
+  j["tenants"] = o.tenants;
   j["range_ratio"] = o.range_ratio;
   j["json_schema"] = o.json_schema_file;
   j["elapsed_s"] = elapsed;
@@ -241,9 +246,11 @@ int run_bench(const BenchOpts& o) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s: %d requests, concurrency %d, input %d (shared prefix %d), output %d\n",
-              info.id.c_str(), o.num_requests, o.concurrency, o.input_len, o.shared_prefix,
-              o.output_len);
+  std::printf(
+      "model %s: %d requests, concurrency %d, input %d (shared prefix %d, %d tenant(s)), output "
+      "%d\n",
+      info.id.c_str(), o.num_requests, o.concurrency, o.input_len, o.shared_prefix, o.tenants,
+      o.output_len);
   std::printf("elapsed           %.2f s (%lld steps)\n", elapsed, static_cast<long long>(steps));
   std::printf("throughput        %.2f req/s, %.1f output tok/s, %.1f total tok/s\n",
               o.num_requests / elapsed, static_cast<double>(output_tokens) / elapsed,
@@ -277,6 +284,10 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--shared-prefix", o->shared_prefix, "Leading prompt tokens shared by all")
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--tenants", o->tenants,
+                  "Isolated tenants: requests take turns over this many cache salts, as "
+                  "different API keys do under --prefix-cache-isolation api-key")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--range-ratio", o->range_ratio,
                   "Mixed lengths: input/output lengths uniform in [L(1-R), L(1+R)]")
       ->check(CLI::Range(0.0, 0.99));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -39,7 +40,28 @@ struct ServeOpts {
   std::string tool_call_parser = "auto";
   std::string reasoning_parser = "none";
   std::string chat_template_file;
+  std::string prefix_cache_isolation = "api-key";
 };
+
+// "a,b" -> {"a", "b"} (empty items dropped).
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())))
+      item.pop_back();
+    size_t lead = 0;
+    while (lead < item.size() && std::isspace(static_cast<unsigned char>(item[lead])))
+      ++lead;
+    item.erase(0, lead);
+    if (!item.empty()) out.push_back(std::move(item));
+    start = end + 1;
+  }
+  return out;
+}
 
 // "2GiB", "512MiB", "1.5GB", "4096" -> bytes. 0 on error (ok = false).
 uint64_t parse_size(const std::string& text, bool& ok) {
@@ -90,6 +112,17 @@ int run_serve(ServeOpts o) {
   ec.model_path = o.model.empty() ? default_model_path() : o.model;
   if (ec.model_path.empty()) return fail("no model given (-m) and no bundled model found");
   if (!std::filesystem::exists(ec.model_path)) return fail("model not found: " + ec.model_path);
+  {
+    // Refused before the listener starts: a FIFO would block the loader's open forever (and
+    // /health say "loading" forever).
+    std::error_code fs_ec;
+    const auto kind = std::filesystem::status(ec.model_path, fs_ec).type();
+    if (kind != std::filesystem::file_type::regular &&
+        kind != std::filesystem::file_type::directory) {
+      return fail("model path " + ec.model_path +
+                  " is not a regular file or a directory (a GGUF file or an HF model directory)");
+    }
+  }
   if (!o.kv_cache_memory.empty()) {
     bool ok = false;
     ec.kv_cache_bytes = parse_size(o.kv_cache_memory, ok);
@@ -151,8 +184,30 @@ int run_serve(ServeOpts o) {
   sc.keep_alive_timeout = seconds_to_ms(o.keep_alive_timeout_s);
   sc.read_timeout = seconds_to_ms(o.read_timeout_s);
   sc.write_timeout = seconds_to_ms(o.write_timeout_s);
-  if (sc.api_key.empty()) {
-    if (const char* env = std::getenv("PAGODA_API_KEY"); env != nullptr) sc.api_key = env;
+  // An empty key means none (as `--api-key ""` always did).
+  std::erase_if(sc.api_keys, [](const std::string& k) { return k.empty(); });
+  if (sc.api_keys.empty()) {
+    if (const char* env = std::getenv("PAGODA_API_KEY"); env != nullptr) {
+      sc.api_keys = split_list(env);
+    }
+  }
+  if (o.prefix_cache_isolation == "none") {
+    sc.prefix_cache_isolation = server::PrefixCacheIsolation::kNone;
+  } else if (o.prefix_cache_isolation == "api-key") {
+    sc.prefix_cache_isolation = server::PrefixCacheIsolation::kApiKey;
+  } else if (o.prefix_cache_isolation == "salt") {
+    sc.prefix_cache_isolation = server::PrefixCacheIsolation::kSalt;
+  } else {
+    return fail("--prefix-cache-isolation: expected none, api-key or salt, got '" +
+                o.prefix_cache_isolation + "'");
+  }
+  for (std::vector<std::string>* list : {&sc.allowed_hosts, &sc.allowed_origins}) {
+    std::vector<std::string> flat;
+    for (const std::string& item : *list) {
+      for (std::string& part : split_list(item))
+        flat.push_back(std::move(part));
+    }
+    *list = std::move(flat);
   }
   ec.max_queue = std::max(ec.max_queue, 0);
 
@@ -176,8 +231,19 @@ void register_serve(CLI::App& app, CommandAction& action) {
   cmd->add_option("--port", o.server.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--served-model-name", o.engine.served_model_name,
                   "Model id in the API (default: the file's stem)");
-  cmd->add_option("--api-key", o.server.api_key,
-                  "Require 'Authorization: Bearer KEY' (default: $PAGODA_API_KEY)");
+  cmd->add_option("--api-key", o.server.api_keys,
+                  "Require 'Authorization: Bearer KEY'; repeat for several keys (default: "
+                  "$PAGODA_API_KEY, comma-separated)");
+  cmd->add_option("--allowed-hosts", o.server.allowed_hosts,
+                  "Host header values answered, comma-separated; '*' = any (default: localhost "
+                  "names, loopback IPs, the bound address; any IP literal on a wildcard bind)");
+  cmd->add_option("--allowed-origins", o.server.allowed_origins,
+                  "Browser origins allowed cross-origin (CORS), comma-separated, e.g. "
+                  "http://localhost:3000; '*' = any (default: none, same-origin only)");
+  cmd->add_option("--prefix-cache-isolation", o.prefix_cache_isolation,
+                  "Who may share cached prompt prefixes: none (everyone) | api-key (requests "
+                  "with the same key) | salt (requests with the same cache_salt)")
+      ->capture_default_str();
   // Engine.
   cmd->add_option("--kv-cache-memory", o.kv_cache_memory,
                   "KV cache size, e.g. 2GiB (default: a quarter of available RAM)");

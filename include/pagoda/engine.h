@@ -182,6 +182,9 @@ class Engine {
   virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special,
                                         bool parse_special) const = 0;
   virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
+  // The raw bytes of one token as it appears in generated text (may end inside a UTF-8
+  // character, unlike detokenize({id}), which replaces such bytes with U+FFFD). Logprobs' "bytes".
+  virtual std::string token_bytes(int32_t id) const { return detokenize({id}); }
   // Renders the model's chat template. messages/tools are JSON text (an array / null).
   // invalid_argument for a broken template, raise_exception, or malformed messages.
   virtual Result<std::string> apply_chat_template(const std::string& messages_json,

@@ -51,6 +51,13 @@ class EngineImpl final : public Engine {
     return tokenizer::utf8::sanitize(t.decode(rest, false));
   }
 
+  // detokenize({id}) without the UTF-8 sanitising: a byte token stays its byte.
+  std::string token_bytes(int32_t id) const override {
+    const tokenizer::Tokenizer& t = *loaded_.tokenizer;
+    if (t.is_control(id)) return "";
+    return t.decode({id}, false);
+  }
+
   Result<std::string> apply_chat_template(const std::string& messages_json,
                                           const std::string& tools_json,
                                           bool add_generation_prompt) const override;

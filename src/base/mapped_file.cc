@@ -10,8 +10,33 @@
 
 namespace pagoda {
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+}  // namespace
+
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Only a regular file is opened: opening a FIFO for reading blocks until a writer comes, a
+  // character device may never end. Checked before the open (stat follows symlinks), and again
+  // on the descriptor (opened non-blocking, so a file swapped for a FIFO in between cannot hang).
+  struct stat before {};
+  if (::stat(path.c_str(), &before) != 0) {
+    int err = errno;
+    if (err == ENOENT) return not_found("{}: no such file", path);
+    return io_error("{}: cannot stat: {}", path, std::strerror(err));
+  }
+  if (!S_ISREG(before.st_mode)) {
+    return invalid_argument("{}: is {}, not a regular file", path, file_kind(before.st_mode));
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return not_found("{}: no such file", path);
@@ -25,7 +50,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return invalid_argument("{}: not a regular file", path);
+    return invalid_argument("{}: is {}, not a regular file", path, file_kind(st.st_mode));
   }
   MappedFile f;
   f.path_ = path;

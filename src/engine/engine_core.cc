@@ -252,6 +252,8 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
     ran = !step.plan.empty();
     if (ran) {
       ++num_steps_;
+      for (const RequestId id : step.plan.preempted_ids)
+        log_preemption(id);
       process_events(step.events, step.status.ok() ? std::string() : step.status.to_string(), out);
       record_step_stats();
     }
@@ -263,6 +265,19 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
     work_cv_.wait_for(lock, std::chrono::milliseconds(1));
   }
   return true;
+}
+
+// A preemption happens only when the KV cache has no free block for a running request's next
+// tokens (reason kv_cache_full): the victim's blocks are freed and it is recomputed later.
+void EngineCore::log_preemption(RequestId id) const {
+  for (const auto& [request_id, group] : groups_) {
+    if (std::find(group->live.begin(), group->live.end(), id) == group->live.end()) continue;
+    PAGODA_LOG_INFO(
+        "preempted request '{}' (sequence {}, reason: kv_cache_full): its KV blocks are freed and "
+        "it will be recomputed",
+        request_id, id);
+    return;
+  }
 }
 
 void EngineCore::apply_aborts(std::vector<Delivery>& out) {

@@ -86,6 +86,7 @@ class EngineCore {
   bool iterate(std::unique_lock<std::mutex>& lock);
   void run_loop_guarded();
   // Locked helpers that append outputs to `out`.
+  void log_preemption(RequestId id) const;  // at info, with the request id and the reason
   void apply_aborts(std::vector<Delivery>& out);
   void abort_group(Group& group, FinishReason reason, const std::string& error,
                    std::vector<Delivery>& out, StatusCode error_code = StatusCode::kInternal);

@@ -3,14 +3,29 @@
 
 #include <array>
 #include <cstring>
+#include <random>
+#include <string>
 
 #include "base/check.h"
 
 namespace pagoda::kv {
 
+const std::array<uint64_t, 2>& process_hash_secret() {
+  static const std::array<uint64_t, 2> secret = [] {
+    std::random_device rd;
+    std::array<uint64_t, 2> s{};
+    for (uint64_t& w : s)
+      w = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
+    return s;
+  }();
+  return secret;
+}
+
 BlockHash root_block_hash(std::string_view cache_salt) {
-  if (cache_salt.empty()) return xxh3_128(std::string_view("pagoda.kv.root"));
-  std::string buf = "pagoda.kv.salt";
+  const std::array<uint64_t, 2>& secret = process_hash_secret();
+  std::string buf = cache_salt.empty() ? "pagoda.kv.root" : "pagoda.kv.salt";
+  buf.append(reinterpret_cast<const char*>(secret.data()), sizeof(secret));
+  if (cache_salt.empty()) return xxh3_128(buf);
   const uint64_t len = cache_salt.size();
   buf.append(reinterpret_cast<const char*>(&len), sizeof(len));
   buf.append(cache_salt);

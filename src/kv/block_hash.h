@@ -1,10 +1,14 @@
 // Block hashes for automatic prefix caching. A full block's key commits to every token before it:
-//   root   = salt.empty() ? H("pagoda.kv.root") : H("pagoda.kv.salt" || len || salt)
+//   root   = salt.empty() ? H("pagoda.kv.root" || secret)
+//                         : H("pagoda.kv.salt" || secret || len || salt)
 //   hash_i = XXH3-128(hash_{i-1} || token ids of block i (int32 LE) || extra keys (uint64 LE))
 // so two sequences share block i only if they agree on blocks 0..i and on the salt. Only full
-// blocks are ever hashed.
+// blocks are ever hashed. `secret` is 16 random bytes drawn once per process, so block hashes
+// cannot be precomputed (or collided on purpose) from outside and mean nothing to another
+// process.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -13,6 +17,9 @@
 #include "kv/kv_types.h"
 
 namespace pagoda::kv {
+
+// The per-process random secret mixed into every root.
+const std::array<uint64_t, 2>& process_hash_secret();
 
 // The parent hash of block 0 (distinct per cache salt; "" means no salt).
 BlockHash root_block_hash(std::string_view cache_salt);

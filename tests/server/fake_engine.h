@@ -30,6 +30,8 @@ struct FakeEngineOptions {
   std::string script = "The quick brown fox jumps over the lazy dog. ";
   int32_t context_length = 256;
   int64_t num_blocks = 1000;
+  int64_t num_preemptions = 0;    // reported by stats()
+  bool no_chat_template = false;  // apply_chat_template fails as the real engine's does
 };
 
 class FakeEngine final : public Engine {
@@ -64,6 +66,7 @@ class FakeEngine final : public Engine {
   }
   Result<std::string> apply_chat_template(const std::string& messages_json, const std::string&,
                                           bool add_generation_prompt) const override {
+    if (o_.no_chat_template) return failed_precondition("the model has no chat template");
     if (messages_json.size() < 2) return invalid_argument("messages is not valid JSON");
     return messages_json + (add_generation_prompt ? "\nassistant:" : "");
   }
@@ -85,6 +88,7 @@ class FakeEngine final : public Engine {
     r.samples.resize(static_cast<size_t>(r.req.n));
     r.arrival = std::chrono::steady_clock::now();
     submitted_.push_back(r.req.request_id);
+    salts_.push_back(r.req.cache_salt);
     live_.insert(r.req.request_id);
     waiting_.push_back(std::move(r));
     cv_.notify_all();
@@ -110,6 +114,7 @@ class FakeEngine final : public Engine {
     s.num_used_blocks = used;
     s.kv_cache_usage = static_cast<double>(used) / static_cast<double>(o_.num_blocks);
     s.generation_tokens_total = generated_;
+    s.num_preemptions = o_.num_preemptions;
     s.loop_alive = true;
     return s;
   }
@@ -141,6 +146,11 @@ class FakeEngine final : public Engine {
   std::vector<std::string> submitted() const {
     std::lock_guard<std::mutex> lock(mu_);
     return submitted_;
+  }
+  // The cache_salt of each submitted request, in submission order.
+  std::vector<std::string> salts() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return salts_;
   }
   std::set<std::string> aborted() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -296,6 +306,7 @@ class FakeEngine final : public Engine {
   std::vector<std::string> pending_aborts_;
   std::set<std::string> live_;
   std::vector<std::string> submitted_;
+  std::vector<std::string> salts_;
   std::set<std::string> aborted_;
   int64_t generated_ = 0;
   bool accepting_ = true;

@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "server/fake_engine.h"
@@ -35,6 +36,10 @@ class Server {
                   std::chrono::milliseconds load_delay = 0ms) {
     cfg.host = "127.0.0.1";
     cfg.port = 0;
+    // The Host that wait_ready() sends: one the configuration allows.
+    if (!cfg.allowed_hosts.empty() && cfg.allowed_hosts.front() != "*") {
+      ready_host_ = cfg.allowed_hosts.front();
+    }
     server_ = std::make_unique<HttpServer>(cfg, "fake-model", [this, eo, load_delay] {
       std::this_thread::sleep_for(load_delay);
       auto e = std::make_unique<FakeEngine>(eo);
@@ -55,7 +60,9 @@ class Server {
 
   void wait_ready() {
     for (int i = 0; i < 2000; ++i) {
-      if (get("/health").status == 200) return;
+      if (request("GET /health HTTP/1.1\r\nHost: " + ready_host_ + "\r\n\r\n").status == 200) {
+        return;
+      }
       std::this_thread::sleep_for(5ms);
     }
     ADD_FAILURE() << "server not ready";
@@ -79,7 +86,9 @@ class Server {
     while ((pos = text.find(name, pos)) != std::string::npos) {
       const size_t eol = text.find('\n', pos);
       const std::string line = text.substr(pos, eol - pos);
+      const bool line_start = pos == 0 || text[pos - 1] == '\n';  // not a # HELP / # TYPE line
       pos = eol;
+      if (!line_start) continue;
       if (line.size() > name.size() && line[name.size()] != '{' && line[name.size()] != ' ')
         continue;
       if (!label.empty() && line.find(label) == std::string::npos) continue;
@@ -105,6 +114,7 @@ class Server {
   std::unique_ptr<HttpServer> server_;
   std::atomic<FakeEngine*> engine_{nullptr};
   uint16_t port_ = 0;
+  std::string ready_host_ = "localhost";
 };
 
 json chat_body(int max_tokens = 8, bool stream = false) {
@@ -224,8 +234,9 @@ TEST(HttpServer, HostileRequestsGetTheRight4xxAndTheServerStaysUp) {
       {"wrong method", http_get(chat), 405, ""},
       {"body over the limit", http_post(chat, std::string(300 * 1024, ' ')), 413, ""},
       {"1 MB header",
-       "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(1 << 20, 'a') + "\r\n\r\n", 431,
-       ""},
+       "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(1 << 20, 'a') +
+           "\r\n\r\n",
+       431, ""},
       {"long uri", http_get("/v1/models?" + std::string(20000, 'q')), 414, ""},
       {"garbage request line", "HELLO\r\n\r\n", 400, ""},
       {"bad content-length", "POST " + chat + " HTTP/1.1\r\nContent-Length: abc\r\n\r\n", 400, ""},
@@ -264,13 +275,15 @@ TEST(HttpServer, BodyLimitIsCheckedBeforeTheBodyArrives) {
   Server s(cfg);
   // Only the header is sent: the 413 must not wait for the 10 MB announced.
   RawClient c(s.port());
-  c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n");
+  c.send("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000000\r\n\r\n");
   RawResponse r = c.read_response(5s);
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(r.headers["connection"], "close");
   // A chunked body is cut off at the limit.
   RawClient d(s.port());
-  d.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  d.send(
+      "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
   for (int i = 0; i < 4; ++i)
     d.send("200\r\n" + std::string(512, 'x') + "\r\n");
   EXPECT_EQ(d.read_response(5s).status, 413);
@@ -279,14 +292,14 @@ TEST(HttpServer, BodyLimitIsCheckedBeforeTheBodyArrives) {
 
 TEST(HttpServer, PathTricksAreNeverAnsweredWithoutTheKey) {
   ServerConfig cfg;
-  cfg.api_key = "sekret";
+  cfg.api_keys = {"sekret"};
   Server s(cfg);
   const std::string key = "Authorization: Bearer sekret\r\n";
   for (const std::string path :
        {"/v1/models", "//v1/models", "/v1/../v1/models", "/v1/%2e%2e/v1/models",
         "/%2e%2e/v1/models", "/v1/models/", "/V1/MODELS", "/health/../v1/models",
         "/v1/models?x=/health", "/metrics/../v1/models", "/v1/chat/completions", "/nothing",
-        "http://x/v1/models", "*"}) {
+        "http://localhost/v1/models", "HTTP://LOCALHOST/v1/models", "*"}) {
     RawResponse r = s.get(path);
     EXPECT_EQ(r.status, 401) << path;
     EXPECT_EQ(r.body.find("fake-model"), std::string::npos) << path;
@@ -502,6 +515,338 @@ TEST(HttpServer, TokenizeAndDetokenize) {
   r = s.post("/tokenize", json{{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_GT(json::parse(r.body)["count"].get<int>(), 10);
+}
+
+// ---- Issue 40: hardening ----------------------------------------------------------------------
+
+// Reads everything the server sends until it closes (or `limit` passes).
+std::string read_all(RawClient& c, std::chrono::milliseconds limit = 3s) {
+  std::string all;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string got = c.read_some(200ms);
+    if (got.empty() && c.wait_closed(1ms)) break;
+    all += got;
+  }
+  return all;
+}
+
+size_t count_responses(const std::string& raw) {
+  size_t n = 0;
+  for (size_t pos = 0; (pos = raw.find("HTTP/1.1 ", pos)) != std::string::npos; pos += 9)
+    ++n;
+  return n;
+}
+
+// Item 1: a Transfer-Encoding whose framing is not exactly "chunked" (or that comes with a
+// Content-Length, or in HTTP/1.0) is a 400 (501 for a coding we do not implement) and the
+// connection closes: the bytes after the header are never parsed as a second request.
+TEST(HttpServer, AmbiguousFramingIsRefusedAndNothingIsSmuggled) {
+  Server s;
+  const std::string smuggled = "GET /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  struct Case {
+    std::string headers;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"Transfer-Encoding: identity\r\n", 400},
+      {"Transfer-Encoding: xchunked\r\n", 400},
+      {"Transfer-Encoding: chunked, identity\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", 400},
+      {"Transfer-Encoding: \r\n", 400},
+      {"Transfer-Encoding: ,\r\n", 400},
+      {"Transfer-Encoding: identity\r\nContent-Length: 5\r\n", 400},
+      {"Content-Length: 5\r\nTransfer-Encoding: identity\r\n", 400},
+      {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400},
+      {"Content-Length: 5\r\nContent-Length: 6\r\n", 400},
+      {"Content-Length: -1\r\n", 400},
+      {"Transfer-Encoding : chunked\r\n", 400},
+      {"Transfer-Encoding: gzip, chunked\r\n", 501},
+      {"Transfer-Encoding: identity, chunked\r\n", 501},
+      {"Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n", 501},
+  };
+  for (const Case& c : cases) {
+    RawClient client(s.port());
+    client.send(
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
+        c.headers + "\r\n" + smuggled);
+    const std::string all = read_all(client);
+    EXPECT_EQ(all.substr(0, 12), "HTTP/1.1 " + std::to_string(c.status)) << c.headers << all;
+    EXPECT_EQ(count_responses(all), 1u) << c.headers << all;
+    EXPECT_EQ(all.find("fake-model"), std::string::npos) << c.headers << all;
+    EXPECT_NE(all.find("Connection: close"), std::string::npos) << c.headers;
+    EXPECT_TRUE(client.wait_closed(2s)) << c.headers;
+  }
+  // HTTP/1.0 has no chunked coding.
+  {
+    RawClient client(s.port());
+    client.send(
+        "POST /v1/completions HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    EXPECT_EQ(client.read_response(5s).status, 400);
+  }
+  // The issue's repro, byte for byte (plus the Content-Type this server now requires).
+  {
+    RawClient client(s.port());
+    client.send(
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: identity\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: localhost\r\n"
+        "Connection: close\r\n\r\n");
+    const std::string all = read_all(client);
+    EXPECT_EQ(count_responses(all), 1u) << all;
+    EXPECT_EQ(all.find("200 OK"), std::string::npos) << all;
+  }
+  // Proper chunked framing still works, in any letter case, and keeps the connection.
+  for (const std::string te : {"chunked", "Chunked", "CHUNKED"}) {
+    RawClient client(s.port());
+    const std::string body = R"({"prompt": "ab", "max_tokens": 2})";
+    client.send(
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+        "application/json\r\nTransfer-Encoding: " +
+        te + "\r\n\r\n" + fmt::format("{:x}\r\n", body.size()) + body + "\r\n0\r\n\r\n" +
+        http_get("/health"));
+    EXPECT_EQ(client.read_response().status, 200) << te;
+    EXPECT_EQ(client.read_response().status, 200) << te;
+  }
+  EXPECT_EQ(s.get("/health").status, 200);
+}
+
+// Item 2: Expect: 100-continue gets "100 Continue" once the header passed every check, and the
+// final status at once (no 100, body unread) when the request is refused anyway.
+TEST(HttpServer, ExpectContinueIsAnswered) {
+  ServerConfig cfg;
+  cfg.api_keys = {"k"};
+  cfg.max_body_bytes = 4096;
+  Server s(cfg);
+  const std::string body = R"({"prompt": "ab", "max_tokens": 2})";
+  const std::string head =
+      "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Expect: 100-continue\r\n";
+  {
+    RawClient c(s.port());
+    c.send(head + "Authorization: Bearer k\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n");
+    const std::string interim = c.read_some(2s);  // curl would wait 1 s for this
+    EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+    c.clear_input();
+    c.send(body);
+    EXPECT_EQ(c.read_response().status, 200);
+  }
+  {  // refused anyway: 401 / 413 without a 100 and without waiting for the body
+    RawClient c(s.port());
+    c.send(head + "Content-Length: 10\r\n\r\n");
+    EXPECT_EQ(c.read_response(2s).status, 401);
+    RawClient d(s.port());
+    d.send(head + "Authorization: Bearer k\r\nContent-Length: 100000\r\n\r\n");
+    RawResponse r = d.read_response(2s);
+    EXPECT_EQ(r.status, 413);
+  }
+  {  // an expectation we cannot meet
+    RawClient c(s.port());
+    c.send(
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Authorization: Bearer k\r\nExpect: something-else\r\nContent-Length: 2\r\n\r\n");
+    EXPECT_EQ(c.read_response(2s).status, 417);
+  }
+}
+
+// Item 5: DNS rebinding (Host), CSRF (Origin, simple content types), CORS for listed origins.
+TEST(HttpServer, HostOriginAndContentTypeDefences) {
+  Server s;
+  const auto host = [&](const std::string& h) {
+    return s.request("GET /health HTTP/1.1\r\nHost: " + h + "\r\n\r\n").status;
+  };
+  EXPECT_EQ(host("localhost"), 200);
+  EXPECT_EQ(host("LOCALHOST:8000"), 200);
+  EXPECT_EQ(host("127.0.0.1:" + std::to_string(s.port())), 200);
+  EXPECT_EQ(host("[::1]:8000"), 200);
+  EXPECT_EQ(host("app.localhost"), 200);
+  EXPECT_EQ(host("evil.example"), 403);
+  EXPECT_EQ(host("evil.example:8000"), 403);
+  EXPECT_EQ(host("10.1.2.3"), 403);  // bound to 127.0.0.1: not this server's address
+  EXPECT_EQ(host("localhost.evil.example"), 403);
+  EXPECT_EQ(s.request("GET /health HTTP/1.1\r\n\r\n").status, 400);  // no Host
+  EXPECT_EQ(s.request("GET /health HTTP/1.1\r\nHost: localhost\r\nHost: evil\r\n\r\n").status, 400);
+  EXPECT_EQ(s.request("GET /health HTTP/1.0\r\n\r\n").status, 200);  // 1.0 may omit it
+  const RawResponse rebound = s.request(
+      http_post("/v1/chat/completions", chat_body(2).dump(), "")
+          .replace(std::string("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost").size() - 9,
+                   9, "evil.test"));
+  EXPECT_EQ(rebound.status, 403) << rebound.body;
+  EXPECT_EQ(json::parse(rebound.body)["error"]["code"], "host_not_allowed");
+
+  // Origin: cross-origin refused by default; same-origin allowed.
+  const std::string chat = chat_body(2).dump();
+  RawResponse r = s.post("/v1/chat/completions", chat_body(2), "Origin: http://evil.example\r\n");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "origin_not_allowed");
+  EXPECT_EQ(s.post("/v1/chat/completions", chat_body(2), "Origin: null\r\n").status, 403);
+  r = s.request(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost:8000\r\nOrigin: "
+      "http://localhost:8000\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(chat.size()) + "\r\n\r\n" + chat);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.count("access-control-allow-origin"), 0u);
+
+  // Content-Type: only application/json (a cross-site form or fetch() can send text/plain).
+  const auto typed = [&](const std::string& type) {
+    return s
+        .request("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n" + type +
+                 "Content-Length: " + std::to_string(chat.size()) + "\r\n\r\n" + chat)
+        .status;
+  };
+  EXPECT_EQ(typed("Content-Type: text/plain\r\n"), 415);
+  EXPECT_EQ(typed("Content-Type: application/x-www-form-urlencoded\r\n"), 415);
+  EXPECT_EQ(typed("Content-Type: multipart/form-data; boundary=x\r\n"), 415);
+  EXPECT_EQ(typed(""), 415);
+  EXPECT_EQ(typed("Content-Type: application/jsonx\r\n"), 415);
+  EXPECT_EQ(typed("Content-Type: application/json; charset=utf-8\r\n"), 200);
+  EXPECT_EQ(typed("Content-Type: Application/JSON\r\n"), 200);
+  EXPECT_GE(s.metric("pagoda:http_requests_total", "code=\"415\""), 5);
+
+  // --allowed-hosts / --allowed-origins.
+  ServerConfig cfg;
+  cfg.allowed_hosts = {"api.example.com"};
+  cfg.allowed_origins = {"http://localhost:3000"};
+  Server t(cfg);
+  const auto thost = [&](const std::string& h) {
+    return t.request("GET /health HTTP/1.1\r\nHost: " + h + "\r\n\r\n").status;
+  };
+  EXPECT_EQ(thost("api.example.com:443"), 200);
+  EXPECT_EQ(thost("API.example.com."), 200);
+  EXPECT_EQ(thost("localhost"), 403);
+  const std::string h = "Host: api.example.com\r\n";
+  r = t.request("POST /v1/chat/completions HTTP/1.1\r\n" + h +
+                "Origin: http://localhost:3000\r\nContent-Type: application/json\r\n"
+                "Content-Length: " +
+                std::to_string(chat.size()) + "\r\n\r\n" + chat);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["access-control-allow-origin"], "http://localhost:3000");
+  EXPECT_EQ(r.headers["vary"], "Origin");
+  // The preflight: answered without the key's check, with the CORS headers.
+  r = t.request("OPTIONS /v1/chat/completions HTTP/1.1\r\n" + h +
+                "Origin: http://localhost:3000\r\nAccess-Control-Request-Method: POST\r\n"
+                "Access-Control-Request-Headers: authorization, content-type\r\n\r\n");
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(r.headers["access-control-allow-origin"], "http://localhost:3000");
+  EXPECT_NE(r.headers["access-control-allow-methods"].find("POST"), std::string::npos);
+  EXPECT_NE(r.headers["access-control-allow-headers"].find("Authorization"), std::string::npos);
+  EXPECT_EQ(r.headers.count("content-length"), 0u);
+  r = t.request("OPTIONS /v1/chat/completions HTTP/1.1\r\n" + h +
+                "Origin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.headers.count("access-control-allow-origin"), 0u);
+  ServerConfig any;
+  any.allowed_hosts = {"*"};
+  Server u(any);
+  EXPECT_EQ(u.request("GET /health HTTP/1.1\r\nHost: whatever.example\r\n\r\n").status, 200);
+}
+
+// Item 8: HEAD /health is GET without the body (load balancers); the absolute form of the
+// request target is accepted (RFC 9112 §3.2.2).
+TEST(HttpServer, HeadHealthAndAbsoluteFormTargets) {
+  Server s;
+  RawClient c(s.port());
+  c.send("HEAD /health HTTP/1.1\r\nHost: localhost\r\n\r\n" + http_get("/health"));
+  std::string raw;
+  while (count_responses(raw) < 2 || raw.find("\"ok\"") == std::string::npos) {
+    const std::string got = c.read_some(2s);
+    if (got.empty()) break;
+    raw += got;
+  }
+  ASSERT_EQ(raw.substr(0, 15), "HTTP/1.1 200 OK") << raw;
+  const size_t second = raw.find("HTTP/1.1 ", 9);
+  ASSERT_NE(second, std::string::npos) << raw;
+  const std::string head_response = raw.substr(0, second);
+  EXPECT_EQ(head_response.substr(head_response.size() - 4), "\r\n\r\n");  // no body
+  EXPECT_NE(head_response.find("Content-Length: 15"), std::string::npos) << head_response;
+  EXPECT_EQ(raw.substr(second, 15), "HTTP/1.1 200 OK");  // the GET after it, on the same socket
+  EXPECT_EQ(s.request("HEAD /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n\r\n").status, 405);
+
+  // Absolute form: the authority is the host (and is checked as one).
+  const std::string body = R"({"prompt": "ab", "max_tokens": 2})";
+  RawResponse r = s.request("POST http://localhost:" + std::to_string(s.port()) +
+                            "/v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                            "application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(s.get("http://127.0.0.1/health").status, 200);
+  EXPECT_EQ(s.get("HTTP://localhost/v1/models?x=1").status, 200);
+  EXPECT_EQ(s.get("http://localhost").status, 404);  // path "/"
+  EXPECT_EQ(s.get("http://evil.example/v1/models").status, 403);
+}
+
+// Item 8: "no chat template" is a 400 (a 503 invites retries that can never succeed).
+TEST(HttpServer, NoChatTemplateIs400) {
+  FakeEngineOptions eo;
+  eo.no_chat_template = true;
+  Server s({}, eo);
+  RawResponse r = s.post("/v1/chat/completions", chat_body(2));
+  EXPECT_EQ(r.status, 400) << r.body;
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["error"]["code"], "no_chat_template");
+  EXPECT_EQ(j["error"]["param"], "messages");
+  EXPECT_EQ(s.post("/v1/completions", json{{"prompt", "ab"}, {"max_tokens", 2}}).status, 200);
+}
+
+// Item 8: preemptions are counted by reason; item 7: ignored fields are counted.
+TEST(HttpServer, PreemptionsByReasonAndIgnoredFieldsAreCounted) {
+  FakeEngineOptions eo;
+  eo.num_preemptions = 3;
+  Server s({}, eo);
+  EXPECT_EQ(s.metric("pagoda:preemptions_total", "reason=\"kv_cache_full\""), 3);
+  json b = chat_body(2);
+  b["x_trace_id"] = "abc";
+  b["another_extension"] = 1;
+  EXPECT_EQ(s.post("/v1/chat/completions", b).status, 200);
+  EXPECT_EQ(s.metric("pagoda:request_ignored_fields_total"), 2);
+  b = chat_body(2);
+  b["functions"] = json::array({json{{"name", "f"}}});
+  RawResponse r = s.post("/v1/chat/completions", b);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "functions");
+  r = s.post("/v1/completions", json{{"prompt", "ab"}, {"tools", json::array()}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"]["param"], "tools");
+}
+
+// Item 4: the prefix-cache chain of a request is seeded per tenant (--prefix-cache-isolation).
+TEST(HttpServer, PrefixCacheIsolationSaltsRequestsPerTenant) {
+  const auto salts_for = [](PrefixCacheIsolation mode) {
+    ServerConfig cfg;
+    cfg.api_keys = {"alice", "bob"};
+    cfg.prefix_cache_isolation = mode;
+    Server s(cfg);
+    const std::string a = "Authorization: Bearer alice\r\n";
+    const std::string b = "Authorization: Bearer bob\r\n";
+    json salted = chat_body(2);
+    salted["cache_salt"] = "s1";
+    EXPECT_EQ(s.post("/v1/chat/completions", chat_body(2), a).status, 200);
+    EXPECT_EQ(s.post("/v1/chat/completions", chat_body(2), a).status, 200);
+    EXPECT_EQ(s.post("/v1/chat/completions", chat_body(2), b).status, 200);
+    EXPECT_EQ(s.post("/v1/chat/completions", salted, a).status, 200);
+    EXPECT_EQ(s.post("/v1/chat/completions", salted, b).status, 200);
+    return s.engine().salts();
+  };
+  std::vector<std::string> k = salts_for(PrefixCacheIsolation::kApiKey);
+  ASSERT_EQ(k.size(), 5u);
+  EXPECT_EQ(k[0], k[1]);  // one key shares with itself
+  EXPECT_NE(k[0], k[2]);  // two keys never share
+  EXPECT_NE(k[0], k[3]);  // cache_salt separates within a key
+  EXPECT_NE(k[3], k[4]);  // the same cache_salt under two keys does not share either
+  std::vector<std::string> n = salts_for(PrefixCacheIsolation::kNone);
+  EXPECT_EQ(n[0], n[2]);
+  EXPECT_EQ(n[3], n[4]);
+  EXPECT_NE(n[0], n[3]);
+  std::vector<std::string> t = salts_for(PrefixCacheIsolation::kSalt);
+  EXPECT_NE(t[0], t[1]);  // unsalted requests never share
+  EXPECT_NE(t[0], t[2]);
+  EXPECT_EQ(t[3], t[4]);  // the same cache_salt shares, whoever sends it
+  // A client salt cannot forge another tenant's chain.
+  for (const std::string& salt : k)
+    EXPECT_NE(salt.find('|'), std::string::npos) << salt;
 }
 
 }  // namespace

@@ -259,9 +259,6 @@ TEST_F(RequestTest, InvalidFieldsNameTheParam) {
 
 TEST_F(RequestTest, UnsupportedFieldsAreRefusedByName) {
   json b = base();
-  b["unknown_field"] = {1, 2, 3};
-  EXPECT_EQ(rejected_param(b), "unknown_field");
-  b = base();
   b["prompt"] = "a completion field on the chat endpoint";
   EXPECT_EQ(rejected_param(b), "prompt");
   b = base();
@@ -275,10 +272,78 @@ TEST_F(RequestTest, UnsupportedFieldsAreRefusedByName) {
   EXPECT_EQ(
       rejected_param({{"prompt", "ab"}, {"echo", true}, {"user", "u1"}}, Endpoint::kCompletion),
       "<ok>");
-  // A hostile key is cut in the message and the param.
-  b = base();
+}
+
+// Issue 40, item 7: every field of the OpenAI, vLLM or llama.cpp request schemas that pagoda
+// does not implement is a 400 naming it (never silently ignored); a field outside all of them
+// is ignored and reported in spec.ignored_fields (counted in a metric by the router).
+TEST_F(RequestTest, SchemaFieldsWeLackAreRefusedAndOthersIgnored) {
+  for (const char* field : {"functions",
+                            "function_call",
+                            "audio",
+                            "modalities",
+                            "prediction",
+                            "store",
+                            "metadata",
+                            "service_tier",
+                            "web_search_options",
+                            "reasoning_effort",
+                            "use_beam_search",
+                            "length_penalty",
+                            "prompt_logprobs",
+                            "allowed_token_ids",
+                            "bad_words",
+                            "guided_decoding_backend",
+                            "guided_whitespace_pattern",
+                            "logits_processors",
+                            "chat_template",
+                            "chat_template_kwargs",
+                            "continue_final_message",
+                            "n_predict",
+                            "n_probs",
+                            "typical_p",
+                            "tfs_z",
+                            "mirostat",
+                            "repeat_penalty",
+                            "repeat_last_n",
+                            "dry_multiplier",
+                            "xtc_probability",
+                            "cache_prompt",
+                            "samplers",
+                            "id_slot",
+                            "n_keep",
+                            "top_n_sigma"}) {
+    json b = base();
+    b[field] = 1;
+    EXPECT_EQ(rejected_param(b), field) << field;
+    json c = {{"prompt", "ab"}};
+    c[field] = 1;
+    EXPECT_EQ(rejected_param(c, Endpoint::kCompletion), field) << field;
+  }
+  // The other endpoint's fields: tools on /v1/completions, prompt/echo/suffix on chat.
+  for (const char* field : {"tools", "tool_choice", "messages", "top_logprobs",
+                            "max_completion_tokens", "add_generation_prompt"}) {
+    json c = {{"prompt", "ab"}};
+    c[field] = json::array({1});
+    EXPECT_EQ(rejected_param(c, Endpoint::kCompletion), field) << field;
+  }
+  for (const char* field : {"prompt", "echo", "suffix"}) {
+    json b = base();
+    b[field] = "x";
+    EXPECT_EQ(rejected_param(b), field) << field;
+  }
+  // null is absent.
+  json nulls = base();
+  nulls["functions"] = nullptr;
+  nulls["prompt"] = nullptr;
+  EXPECT_EQ(rejected_param(nulls), "<ok>");
+  // Outside every schema: ignored, and listed (names cut to 64 bytes).
+  json b = base();
+  b["unknown_field"] = {1, 2, 3};
   b[std::string(1000, 'k')] = 1;
-  EXPECT_EQ(rejected_param(b), std::string(64, 'k'));
+  GenerationSpec spec;
+  ASSERT_FALSE(chat(b, spec));
+  EXPECT_EQ(spec.ignored_fields, (std::vector<std::string>{std::string(64, 'k'), "unknown_field"}));
 }
 
 TEST_F(RequestTest, ConstraintsAndToolsReachTheEngine) {
@@ -434,9 +499,55 @@ TEST(ApiErrorMapping, StatusCodesToHttp) {
   EXPECT_EQ(body["error"]["message"], "bad");
   EXPECT_EQ(body["error"]["type"], "invalid_request_error");
   EXPECT_EQ(body["error"]["param"], "temperature");
-  EXPECT_EQ(body["error"]["code"], 400);
   const json none = json::parse(unauthorized().body());
   EXPECT_TRUE(none["error"]["param"].is_null());
+}
+
+// Issue 40: "code" is one type, as OpenAI's: a string, or null when there is no specific code
+// (it was the HTTP status, a number, for these).
+TEST(ErrorMapping, CodeIsAStringOrNullNeverANumber) {
+  const json body = json::parse(from_status(invalid_argument("bad"), "temperature").body());
+  EXPECT_TRUE(body["error"]["code"].is_null()) << body.dump();
+  for (const ApiError& e :
+       {bad_request("x"), unauthorized(), route_not_found("GET", "/x"),
+        method_not_allowed("GET", "/x"), payload_too_large(1), uri_too_long(1),
+        headers_too_large(1), unavailable("x", 1), too_many_requests("x", "queue_full", 1),
+        internal("x"), from_status(unimplemented("x")), from_status(not_found("x"))}) {
+    const json j = json::parse(e.body());
+    EXPECT_TRUE(j["error"]["code"].is_string() || j["error"]["code"].is_null()) << j.dump();
+  }
+}
+
+// Issue 40, item 6: chat logprobs' "bytes" are the token's raw bytes (meta.token_bytes), also in
+// the streamed chunks, even when the token ends inside a UTF-8 character and its text shows
+// U+FFFD.
+TEST(ResponseShapes, ChatLogprobBytesAreTheRawTokenBytes) {
+  ResponseMeta meta;
+  meta.endpoint = Endpoint::kChat;
+  meta.id = "chatcmpl-x";
+  meta.logprobs = true;
+  meta.token_bytes = [](int32_t id) { return id == 231 ? std::string("\xE4") : std::string("a"); };
+  const TokenText text = [](int32_t id) {
+    return id == 231 ? std::string("\xEF\xBF\xBD") : std::string("a");
+  };
+  ChoiceResult c;
+  c.text = "\xEF\xBF\xBD";
+  c.finish_reason = FinishReason::kLength;
+  TokenLogprobs lp;
+  lp.token = 231;
+  lp.logprob = -0.5f;
+  lp.top = {{231, -0.5f}, {68, -1.0f}};
+  c.logprobs = {lp};
+  const json j = json::parse(full_response_json(meta, {c}, UsageTotals{1, 1, 0}, text));
+  const json& entry = j["choices"][0]["logprobs"]["content"][0];
+  EXPECT_EQ(entry["token"], "\xEF\xBF\xBD");
+  EXPECT_EQ(entry["bytes"], json::array({0xE4}));
+  EXPECT_EQ(entry["top_logprobs"][0]["bytes"], json::array({0xE4}));
+  EXPECT_EQ(entry["top_logprobs"][1]["bytes"], json::array({'a'}));
+  ChunkParts p;
+  p.logprobs = &c.logprobs;
+  const json chunk = json::parse(chunk_json(meta, p, text));
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"][0]["bytes"], json::array({0xE4}));
 }
 
 TEST(ResponseShapes, ChatAndCompletionObjects) {

@@ -95,6 +95,9 @@ class RawClient {
     return std::string(buf, static_cast<size_t>(n));
   }
 
+  // Drops what was read and not parsed yet (e.g. a 100 Continue seen through read_some).
+  void clear_input() { in_.clear(); }
+
   // True once the server has closed its side (reads return 0) within `timeout`.
   bool wait_closed(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -191,12 +194,12 @@ class RawClient {
 
 inline std::string http_post(const std::string& path, const std::string& body,
                              const std::string& extra_headers = "") {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+  return "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
          extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 inline std::string http_get(const std::string& path, const std::string& extra_headers = "") {
-  return "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + extra_headers + "\r\n";
+  return "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n" + extra_headers + "\r\n";
 }
 
 }  // namespace pagoda::testing

@@ -27,7 +27,7 @@ function rawPost(port, path, body) {
   const b = Buffer.from(JSON.stringify(body));
   sock.on('error', () => {});
   sock.on('connect', () =>
-    sock.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n\r\n${b}`));
+    sock.write(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\n\r\n${b}`));
   let data = '';
   sock.on('data', (d) => { data += d.toString(); });
   return { sock, received: () => data };

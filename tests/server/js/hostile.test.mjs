@@ -22,11 +22,11 @@ after(async () => {
 function post(path, body, headers = auth) {
   const b = Buffer.from(body);
   return Buffer.concat([
-    Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}Content-Length: ${b.length}\r\n\r\n`),
+    Buffer.from(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${headers}Content-Length: ${b.length}\r\n\r\n`),
     b,
   ]);
 }
-const get = (path, headers = auth) => `GET ${path} HTTP/1.1\r\nHost: x\r\n${headers}\r\n`;
+const get = (path, headers = auth) => `GET ${path} HTTP/1.1\r\nHost: localhost\r\n${headers}\r\n`;
 const chat = (extra) =>
   JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, ...extra });
 
@@ -50,8 +50,8 @@ test('hostile requests get the right 4xx quickly and the server stays up', { ski
     ['10,000 stop strings', post(C, chat({ stop: Array.from({ length: 10000 }, (_, i) => `s${i}`) })), 400, 'stop'],
     ['deeply nested JSON', post(C, '['.repeat(100000) + ']'.repeat(100000)), 400],
     ['body over the limit', post(C, JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(300 * 1024) }] })), 413],
-    ['Content-Length over the limit, no body', `POST ${C} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 99999999\r\n\r\n`, 413],
-    ['1 MB header', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(1 << 20)}\r\n\r\n`, 431],
+    ['Content-Length over the limit, no body', `POST ${C} HTTP/1.1\r\nHost: localhost\r\n${auth}Content-Length: 99999999\r\n\r\n`, 413],
+    ['1 MB header', `GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(1 << 20)}\r\n\r\n`, 431],
     ['long URI', get(`/v1/models?${'q'.repeat(20000)}`), 414],
     ['unknown route', get('/v1/nothing'), 404],
     ['wrong method', get(C), 405],
@@ -103,7 +103,7 @@ test('a slowloris header is cut off and others are still served', { skip }, asyn
   const net = await import('node:net');
   const sock = net.connect(server.port, '127.0.0.1');
   await new Promise((r) => sock.on('connect', r));
-  sock.write('GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+  sock.write('GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ');
   for (let i = 0; i < 5; ++i) {
     assert.equal((await rawRequest(server.port, get('/health', ''))).status, 200);
   }

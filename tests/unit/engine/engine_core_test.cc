@@ -10,7 +10,11 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "fake_executor.h"
 #include "harness.h"
@@ -373,6 +377,37 @@ TEST_F(EngineCoreTest, ShutdownWithRequestsInFlight) {
   const Status st = core->add_request(request("late", prompt(3, 1), 2), c.callback());
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   core->shutdown();  // idempotent
+}
+
+// Issue 40: every preemption is logged at info with the request id and the reason.
+TEST_F(EngineCoreTest, PreemptionsAreLoggedWithTheRequestIdAndReason) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  logger->set_level(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+  const auto old_level = spdlog::get_level();
+  spdlog::set_level(spdlog::level::info);
+  int64_t preemptions = 0;
+  {
+    // 6 blocks of 4 tokens: two requests that each grow to 5 blocks cannot both stay.
+    auto core = start(config(6, 4, 64, 4));
+    Collector c;
+    ASSERT_TRUE(core->add_request(request("first", prompt(6, 1), 14), c.callback()).ok());
+    ASSERT_TRUE(core->add_request(request("second", prompt(6, 2), 14), c.callback()).ok());
+    ASSERT_TRUE(c.wait_finals(2));
+    preemptions = core->stats().num_preemptions;
+    core->shutdown();
+  }
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(old_level);
+  ASSERT_GT(preemptions, 0);
+  const std::string log = captured.str();
+  EXPECT_NE(log.find("preempted request '"), std::string::npos) << log;
+  EXPECT_NE(log.find("reason: kv_cache_full"), std::string::npos) << log;
+  EXPECT_TRUE(log.find("'first'") != std::string::npos || log.find("'second'") != std::string::npos)
+      << log;
 }
 
 TEST_F(EngineCoreTest, DestructorShutsDownAnIdleOrBusyCore) {

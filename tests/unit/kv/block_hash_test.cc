@@ -92,5 +92,24 @@ TEST(BlockHash, ChainCommitsToEveryEarlierTokenAndTheSalt) {
   EXPECT_NE(root_block_hash(""), root_block_hash("x"));
 }
 
+// Issue 40: the roots carry a random per-process secret, so nobody outside the process can
+// precompute a block's hash (the unkeyed constants of before are not the roots any more).
+TEST(BlockHash, RootsAreKeyedWithAPerProcessSecret) {
+  const std::array<uint64_t, 2>& secret = process_hash_secret();
+  EXPECT_FALSE(secret[0] == 0 && secret[1] == 0);
+  EXPECT_EQ(&secret, &process_hash_secret());  // drawn once
+  EXPECT_NE(root_block_hash(""), xxh3_128(std::string_view("pagoda.kv.root")));
+  std::string unkeyed = "pagoda.kv.salt";
+  const uint64_t len = 1;
+  unkeyed.append(reinterpret_cast<const char*>(&len), sizeof(len));
+  unkeyed.append("x");
+  EXPECT_NE(root_block_hash("x"), xxh3_128(unkeyed));
+  // The layout with the secret: H("pagoda.kv.root" || secret).
+  std::string keyed = "pagoda.kv.root";
+  keyed.append(reinterpret_cast<const char*>(secret.data()), sizeof(secret));
+  EXPECT_EQ(root_block_hash(""), xxh3_128(keyed));
+  EXPECT_EQ(root_block_hash("x"), root_block_hash("x"));  // stable within the process
+}
+
 }  // namespace
 }  // namespace pagoda::kv
