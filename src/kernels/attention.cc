@@ -93,6 +93,7 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
                            const AttentionParams& params) {
   check_layout(kv);
   PAGODA_CHECK(params.n_heads > 0 && params.n_heads % kv.n_kv_heads == 0);
+  PAGODA_CHECK(params.window >= 0 && params.softcap >= 0);
   thread_local std::vector<cpu::AttentionItem> items;
   items.clear();
   int64_t work = 0;  // ~ multiply-adds
@@ -118,7 +119,10 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
   }
   if (items.empty()) return;
   const cpu::CpuKernels& k = cpu::active_kernels();
-  auto* fn = k.attention_item != nullptr ? k.attention_item : &cpu::reference::attention_item;
+  // The SIMD paths know neither windows nor caps: those run on the reference kernel.
+  const bool plain = params.window == 0 && params.softcap == 0;
+  auto* fn =
+      k.attention_item != nullptr && plain ? k.attention_item : &cpu::reference::attention_item;
   const int nth = static_cast<int>(
       std::min<int64_t>({team_detail::available_threads(), static_cast<int64_t>(items.size()),
                          std::max<int64_t>(1, work / kMinWorkPerThread)}));

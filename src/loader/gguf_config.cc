@@ -130,6 +130,31 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
   } else if (f.find(a + "expert_used_count") != nullptr) {
     return invalid_argument("metadata {}expert_used_count is set but {}expert_count is not", a, a);
   }
+  if (f.find(a + "expert_feed_forward_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.expert_ffn_dim,
+                            get_count(f, a + "expert_feed_forward_length", L::kMaxFfn));
+  }
+  if (f.find(a + "expert_shared_feed_forward_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.shared_expert_ffn_dim,
+                            get_count(f, a + "expert_shared_feed_forward_length", L::kMaxFfn));
+  }
+  // Sliding window and soft-caps: read here, used by the architectures that have them (each
+  // arch's configure says which layers slide).
+  if (f.find(a + "attention.sliding_window") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.sliding_window,
+                            get_count(f, a + "attention.sliding_window", L::kMaxContext));
+  }
+  const auto read_scale = [&](const std::string& key, float& out) -> Status {
+    if (f.find(key) == nullptr) return Status();
+    PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
+    if (!(v > 0) || v > L::kMaxScale) {
+      return invalid_argument("metadata {} = {} is out of range (0, {}]", key, v, L::kMaxScale);
+    }
+    out = static_cast<float>(v);
+    return Status();
+  };
+  PAGODA_RETURN_IF_ERROR(read_scale(a + "attn_logit_softcapping", c.attn_softcap));
+  PAGODA_RETURN_IF_ERROR(read_scale(a + "final_logit_softcapping", c.final_softcap));
   // Vocab size: explicit key, else the tokenizer, else the embedding tensor.
   if (f.find(a + "vocab_size") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(c.vocab_size, get_count(f, a + "vocab_size", L::kMaxVocab));

@@ -5,7 +5,8 @@
 
 namespace pagoda::model {
 namespace {
-const std::array<const ArchDef*, 2> kArchs = {&kLlamaArch, &kQwen2Arch};
+const std::array<const ArchDef*, 5> kArchs = {&kLlamaArch, &kQwen2Arch, &kPhi3Arch, &kGemma2Arch,
+                                              &kQwen2MoeArch};
 }
 
 const ArchDef* find_arch(std::string_view name) {

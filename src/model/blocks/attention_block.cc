@@ -36,8 +36,10 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
 
   kernels::AttentionParams params;
   params.n_heads = c.num_heads;
-  params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  params.scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   params.online_softmax = batch.flash_attention;
+  params.window = w.window;
+  params.softcap = c.attn_softcap;
   // Every sequence's new K/V first, then one parallel attention call over all sequences.
   std::vector<kernels::AttentionSequence> seqs;
   seqs.reserve(batch.sequences.size());

@@ -1,5 +1,6 @@
 // Self-attention block: QKV projections (+ optional biases), RoPE, KV cache write through each
-// sequence's block table, paged causal attention, output projection.
+// sequence's block table, paged causal attention (through the layer's sliding window and with
+// the config's score soft-cap, when set), output projection.
 #pragma once
 
 #include <vector>
@@ -15,6 +16,7 @@ namespace pagoda::model {
 struct AttentionWeights {
   kernels::WeightView wq, wk, wv, wo;  // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
   std::vector<float> bq, bk, bv;       // empty, or [q_dim], [kv_dim], [kv_dim]
+  int32_t window = 0;                  // this layer's sliding window (0: the whole causal context)
 };
 
 // Reserves the scratch attention_block uses for a batch of num_tokens.

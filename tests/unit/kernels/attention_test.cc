@@ -279,6 +279,84 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{DType::kQ8_0, 8, 2, 128, 16, 70, 1}, AttnCase{DType::kQ8_0, 12, 1, 32, 5, 23, 4},
         AttnCase{DType::kQ8_0, 2, 2, 64, 1, 9, 9}, AttnCase{DType::kQ8_0, 8, 2, 64, 16, 300, 24}));
 
+// Sliding windows and soft-capped scores (Gemma 2, Mistral, Phi-3): against a double-precision
+// oracle on an f32 cache, where a query at position p sees keys [p - window + 1, p] and each
+// scaled score s becomes cap * tanh(s / cap); prefill chunks and decodes, windows smaller than,
+// equal to and larger than a block, the exact and the online softmax.
+struct WindowCase {
+  int32_t window;
+  float softcap;
+  int32_t block_size;
+  int64_t context, num_new;
+};
+
+class WindowedAttentionTest : public ::testing::TestWithParam<WindowCase> {};
+
+TEST_P(WindowedAttentionTest, MatchesDenseWindowedAttention) {
+  const WindowCase c = GetParam();
+  const int32_t n_heads = 4, n_kv = 2, hd = 32;
+  std::mt19937 rng(static_cast<uint32_t>(c.window * 31 + c.context));
+  const int64_t num_blocks = (c.context + c.block_size - 1) / c.block_size + 3;
+  Cache cache = make_cache(DType::kF32, c.block_size, n_kv, hd, num_blocks, c.context, rng);
+  const size_t kv_row = static_cast<size_t>(n_kv) * hd;
+  // Large scores (x3) so that the cap changes them.
+  const auto k = random_vec(static_cast<size_t>(c.context) * kv_row, rng, 3);
+  const auto v = random_vec(static_cast<size_t>(c.context) * kv_row, rng);
+  std::vector<int32_t> all_pos(static_cast<size_t>(c.context));
+  std::iota(all_pos.begin(), all_pos.end(), 0);
+  kv_cache_write(cache.view, cache.block_table, all_pos.data(), c.context, k.data(), v.data());
+  const int64_t first = c.context - c.num_new;
+  const std::vector<int32_t> pos(all_pos.begin() + first, all_pos.end());
+  const auto q = random_vec(static_cast<size_t>(c.num_new) * n_heads * hd, rng);
+  const double scale = 1.0 / std::sqrt(double(hd));
+  for (const bool online : {false, true}) {
+    SCOPED_TRACE(online ? "online softmax" : "exact softmax");
+    AttentionParams params{n_heads, static_cast<float>(scale)};
+    params.online_softmax = online;
+    params.window = c.window;
+    params.softcap = c.softcap;
+    std::vector<float> out(q.size(), NAN);
+    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                    out.data());
+    for (int64_t t = 0; t < c.num_new; ++t) {
+      const int64_t p = pos[static_cast<size_t>(t)];
+      const int64_t j0 = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0;
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const int64_t kvh = h / (n_heads / n_kv);
+        std::vector<double> w;
+        double mx = -INFINITY;
+        for (int64_t j = j0; j <= p; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < hd; ++d)
+            dot += double(q[(t * n_heads + h) * hd + d]) * k[(j * n_kv + kvh) * hd + d];
+          double sc = dot * scale;
+          if (c.softcap > 0) sc = c.softcap * std::tanh(sc / c.softcap);
+          w.push_back(sc);
+          mx = std::max(mx, sc);
+        }
+        double sum = 0;
+        for (double& x : w)
+          sum += (x = std::exp(x - mx));
+        for (int64_t d = 0; d < hd; ++d) {
+          double acc = 0;
+          for (int64_t j = j0; j <= p; ++j)
+            acc += w[static_cast<size_t>(j - j0)] / sum * v[(j * n_kv + kvh) * hd + d];
+          const float got = out[static_cast<size_t>((t * n_heads + h) * hd + d)];
+          ASSERT_NEAR(got, acc, 2e-5 * (1 + std::fabs(acc))) << "token " << t << " head " << h;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WindowedAttentionTest,
+                         ::testing::Values(WindowCase{8, 0, 16, 40, 40},
+                                           WindowCase{8, 3, 16, 40, 1}, WindowCase{0, 3, 16, 40, 7},
+                                           WindowCase{5, 50, 4, 23, 23},
+                                           WindowCase{16, 0, 16, 64, 3},
+                                           WindowCase{1, 0, 16, 20, 5},
+                                           WindowCase{100, 2, 8, 40, 9}));
+
 // Many sequences in one call (decodes and a prefill chunk sharing one cache, block tables
 // interleaved) give the same bits as one call per sequence, on every ISA.
 TEST(PagedAttentionBatchTest, EqualsOneCallPerSequence) {
