@@ -42,6 +42,25 @@ kernels::WeightView row_slice(const kernels::WeightView& w, int64_t r0, int64_t 
   return out;
 }
 
+Result<MlaWeights> bind_mla(const ModelConfig& c, const WeightBinder& b, int32_t i) {
+  const int64_t hidden = c.hidden_dim, heads = c.num_heads, hd = c.head_dim;
+  const int64_t lora = c.kv_lora_rank, rope = c.rope_dims, vd = c.value_dim();
+  MlaWeights m;
+  if (c.q_lora_rank > 0) {
+    PAGODA_ASSIGN_OR_RETURN(m.wq_a, b.matrix(blk(i, "attn_q_a.weight"), c.q_lora_rank, hidden));
+    PAGODA_ASSIGN_OR_RETURN(m.q_a_norm, b.vector(blk(i, "attn_q_a_norm.weight"), c.q_lora_rank));
+    PAGODA_ASSIGN_OR_RETURN(m.wq_b, b.matrix(blk(i, "attn_q_b.weight"), heads * hd, c.q_lora_rank));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(m.wq, b.matrix(blk(i, "attn_q.weight"), heads * hd, hidden));
+  }
+  PAGODA_ASSIGN_OR_RETURN(m.wkv_a, b.matrix(blk(i, "attn_kv_a_mqa.weight"), lora + rope, hidden));
+  PAGODA_ASSIGN_OR_RETURN(m.kv_a_norm, b.vector(blk(i, "attn_kv_a_norm.weight"), lora));
+  PAGODA_ASSIGN_OR_RETURN(m.wkv_b,
+                          b.matrix(blk(i, "attn_kv_b.weight"), heads * (hd - rope + vd), lora));
+  PAGODA_ASSIGN_OR_RETURN(m.wo, b.matrix(blk(i, "attn_output.weight"), hidden, heads * vd));
+  return m;
+}
+
 Status bind_attention(const ModelConfig& c, const WeightBinder& b, int32_t i, AttentionWeights& a) {
   const int64_t hidden = c.hidden_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
   if (c.fused_qkv) {
@@ -135,14 +154,18 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBi
   for (int32_t i = 0; i < c.num_layers; ++i) {
     DecoderLayer& L = w.layers[static_cast<size_t>(i)];
     PAGODA_ASSIGN_OR_RETURN(L.attn_norm, b.vector(blk(i, "attn_norm.weight"), hidden));
-    PAGODA_RETURN_IF_ERROR(bind_attention(c, b, i, L.attn));
+    if (c.mla()) {
+      PAGODA_ASSIGN_OR_RETURN(L.mla, bind_mla(c, b, i));
+    } else {
+      PAGODA_RETURN_IF_ERROR(bind_attention(c, b, i, L.attn));
+    }
     PAGODA_ASSIGN_OR_RETURN(L.ffn_norm, b.vector(blk(i, "ffn_norm.weight"), hidden));
     if (c.post_norms) {
       PAGODA_ASSIGN_OR_RETURN(L.post_attn_norm,
                               b.vector(blk(i, "post_attention_norm.weight"), hidden));
       PAGODA_ASSIGN_OR_RETURN(L.post_ffn_norm, b.vector(blk(i, "post_ffw_norm.weight"), hidden));
     }
-    if (c.num_experts > 0) {
+    if (c.layer_has_experts(i)) {
       PAGODA_ASSIGN_OR_RETURN(L.moe, bind_moe(c, b, i));
     } else {
       PAGODA_ASSIGN_OR_RETURN(L.ffn, bind_ffn(c, b, i, c.ffn_dim, ""));
@@ -176,6 +199,11 @@ void DecoderModel::place_weights() {
     for (kernels::WeightView* w :
          {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
       views.push_back(w);
+    if (L.mla) {
+      for (kernels::WeightView* w :
+           {&L.mla->wq_a, &L.mla->wq_b, &L.mla->wq, &L.mla->wkv_a, &L.mla->wkv_b, &L.mla->wo})
+        views.push_back(w);
+    }
     if (L.moe) {
       views.push_back(&L.moe->router);
       for (FfnWeights& e : L.moe->experts) {
@@ -204,7 +232,11 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   scratch_.reserve(kH, static_cast<size_t>(T * hidden));
   scratch_.reserve(kOut, static_cast<size_t>(T * hidden));
   scratch_.reserve(kFinal, static_cast<size_t>(R * hidden));
-  reserve_attention_scratch(c, T, scratch_);
+  if (c.mla()) {
+    reserve_mla_scratch(c, T, scratch_);
+  } else {
+    reserve_attention_scratch(c, T, scratch_);
+  }
   for (const DecoderLayer& L : w_.layers) {
     if (L.moe) {
       reserve_moe_scratch(*L.moe, T, scratch_);
@@ -240,7 +272,12 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
     kernels::rms_norm(x, L.attn_norm.data(), T, hidden, c.rms_norm_eps, h);
-    attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
+    if (L.mla) {
+      mla_attention_block(c, *L.mla, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out,
+                          scratch_);
+    } else {
+      attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
+    }
     if (!L.post_attn_norm.empty()) {
       kernels::rms_norm(out, L.post_attn_norm.data(), T, hidden, c.rms_norm_eps, out);
     }

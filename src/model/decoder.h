@@ -11,6 +11,7 @@
 
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
+#include "model/blocks/mla_attention_block.h"
 #include "model/model.h"
 #include "model/tensor_source.h"
 #include "model/weight_binding.h"
@@ -18,8 +19,9 @@
 namespace pagoda::model {
 
 struct DecoderLayer {
-  std::vector<float> attn_norm;  // [hidden]
-  AttentionWeights attn;
+  std::vector<float> attn_norm;       // [hidden]
+  AttentionWeights attn;              // (not bound when mla is set)
+  std::optional<MlaWeights> mla;      // multi-head latent attention (config.mla())
   std::vector<float> post_attn_norm;  // empty, or [hidden] (config.post_norms)
   std::vector<float> ffn_norm;        // [hidden]
   std::vector<float> post_ffn_norm;   // empty, or [hidden] (config.post_norms)

@@ -87,6 +87,27 @@ Status validate_config(const ModelConfig& c) {
       return invalid_argument("{} {} is out of range [0, {}]", what, v, L::kMaxScale);
     }
   }
+  if (c.value_dim() != c.head_dim && !c.mla()) {
+    return unimplemented("attention.value_length {} != key_length {} (only MLA models have that)",
+                         c.value_dim(), c.head_dim);
+  }
+  if (c.mla()) {
+    if (c.value_dim() > c.head_dim || c.rope_dims >= c.head_dim) {
+      return invalid_argument(
+          "MLA needs value_length {} <= key_length {} and rope.dimension_count {} < key_length",
+          c.value_dim(), c.head_dim, c.rope_dims);
+    }
+    if (c.kv_lora_rank > L::kMaxHidden || c.q_lora_rank < 0 || c.q_lora_rank > L::kMaxHidden) {
+      return invalid_argument("attention.q_lora_rank {} / kv_lora_rank {} are out of range",
+                              c.q_lora_rank, c.kv_lora_rank);
+    }
+  } else if (c.q_lora_rank != 0) {
+    return invalid_argument("attention.q_lora_rank is set but kv_lora_rank is not");
+  }
+  if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.num_layers) {
+    return invalid_argument("leading_dense_block_count {} is out of range [0, {}]",
+                            c.leading_dense_layers, c.num_layers);
+  }
   if (c.sliding_window < 0 || c.sliding_window > L::kMaxContext) {
     return invalid_argument("attention.sliding_window {} is out of range [0, {}]", c.sliding_window,
                             L::kMaxContext);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "backend/kv_storage.h"
@@ -75,6 +76,12 @@ struct ModelConfig {
   int32_t num_experts = 0;
   int32_t num_experts_used = 0;
 
+  // DeepSeek: the first leading_dense_layers layers have a dense FFN (ffn_dim), the others
+  // experts; expert_shared_count shared experts stored fused as one FFN (its width becomes
+  // shared_expert_ffn_dim); expert_gating 1: softmax router, 2: sigmoid (0: unset, softmax).
+  int32_t leading_dense_layers = 0;
+  int32_t expert_shared_count = 0;
+  int32_t expert_gating = 0;
   // Experts' FFN width when it differs from ffn_dim (expert_feed_forward_length; 0: ffn_dim).
   int32_t expert_ffn_dim = 0;
   // A shared expert run on every token (expert_shared_feed_forward_length; 0: none). Gated: its
@@ -84,7 +91,16 @@ struct ModelConfig {
   // Routing weights: renormalised over the chosen experts (Mixtral) or the raw softmax
   // probabilities (qwen2moe), then multiplied by moe_weights_scale.
   bool moe_norm_weights = true;
+  std::optional<bool> expert_weights_norm;  // the file's expert_weights_norm, when it has one
   float moe_weights_scale = 1.0f;
+
+  // Multi-head latent attention (deepseek2; kv_lora_rank > 0): q from a rank-q_lora_rank
+  // compression (0: one attn_q matrix), K/V from a kv_lora_rank latent plus one rope key of
+  // rope_dims shared by the heads; per head the key is head_dim = (head_dim - rope_dims) no-rope
+  // dims + rope_dims, the value v_head_dim (0: head_dim) wide.
+  int32_t q_lora_rank = 0;
+  int32_t kv_lora_rank = 0;
+  int32_t v_head_dim = 0;
 
   bool has_qkv_bias = false;
   bool tied_embeddings = false;  // output projection reuses token_embd
@@ -111,6 +127,11 @@ struct ModelConfig {
     }
   }
   int32_t expert_ffn() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }
+  int32_t value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  bool mla() const { return kv_lora_rank > 0; }
+  bool layer_has_experts(int32_t layer) const {
+    return num_experts > 0 && layer >= leading_dense_layers;
+  }
 
   int32_t q_dim() const { return num_heads * head_dim; }
   int32_t kv_dim() const { return num_kv_heads * head_dim; }

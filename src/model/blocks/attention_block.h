@@ -19,6 +19,14 @@ struct AttentionWeights {
   int32_t window = 0;                  // this layer's sliding window (0: the whole causal context)
 };
 
+// The attention of a layer once its q [T, heads, head_dim] and k, v [T, kv_heads, head_dim]
+// (rope applied) are known: every sequence's K/V written into `kv` through its block table, then
+// one paged attention call over all sequences (the layer's window, the config's scale and
+// softcap) into attn [T, heads, head_dim]. Shared by attention_block and mla_attention_block.
+void paged_attend(const ModelConfig& config, int32_t window, const ForwardBatch& batch,
+                  const kernels::KvLayerView& kv, const float* q, const float* k, const float* v,
+                  float* attn);
+
 // Reserves the scratch attention_block uses for a batch of num_tokens.
 void reserve_attention_scratch(const ModelConfig& config, int64_t num_tokens, Scratch& scratch);
 

@@ -1,12 +1,13 @@
 // The public Engine on real models (the fixture llama-Q8_0.gguf: 2 layers, Llama-2 vocab; and
 // each architecture of models/arch/: phi3's fused weights, gemma2's 26 layers with an 8-token
 // sliding window on every other layer, which prompts, chunks and the cached prefix all cross,
-// and qwen2moe's experts): every one of 32 concurrent requests of mixed lengths produces exactly
-// the tokens it produces when run alone — with prefix caching on and off, with chunked prefill
-// under a small token budget, and with a KV cache so small that requests get preempted (and
-// recomputed). Requests are greedy, n = 3 greedy (every sample must equal the solo greedy run) and
-// seeded random sampling (each request's RNG must not depend on the batch). Also: prefix caching
-// cuts the prompt tokens the model computes for shared prefixes, and aborting frees every block.
+// qwen2moe's experts and deepseek2's latent attention): every one of 32 concurrent requests of
+// mixed lengths produces exactly the tokens it produces when run alone — with prefix caching on and
+// off, with chunked prefill under a small token budget, and with a KV cache so small that requests
+// get preempted (and recomputed). Requests are greedy, n = 3 greedy (every sample must equal the
+// solo greedy run) and seeded random sampling (each request's RNG must not depend on the batch).
+// Also: prefix caching cuts the prompt tokens the model computes for shared prefixes, and aborting
+// frees every block.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -31,7 +32,8 @@ struct ModelCase {
 const ModelCase kModels[] = {{"llama-Q8_0.gguf", 2, 128},
                              {"arch/phi3-Q8_0.gguf", 2, 128},
                              {"arch/gemma2-Q8_0.gguf", 26, 64},
-                             {"arch/qwen2moe-Q8_0.gguf", 2, 128}};
+                             {"arch/qwen2moe-Q8_0.gguf", 2, 128},
+                             {"arch/deepseek2-Q8_0.gguf", 3, 192}};
 
 struct Spec {
   std::string id;

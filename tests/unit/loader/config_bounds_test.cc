@@ -297,5 +297,50 @@ TEST(ConfigBoundsTest, SharedExperts) {
                   "expert feed-forward lengths are set but expert_count is not");
 }
 
+TEST(ConfigBoundsTest, LatentAttention) {
+  const auto mla = [] {
+    return like("deepseek2")
+        .set("deepseek2.attention.key_length", V::u32(48))
+        .set("deepseek2.attention.value_length", V::u32(32))
+        .set("deepseek2.rope.dimension_count", V::u32(16))
+        .set("deepseek2.attention.q_lora_rank", V::u32(128))
+        .set("deepseek2.attention.kv_lora_rank", V::u32(64));
+  };
+  EXPECT_EQ(arch_error(mla()), "");
+  EXPECT_EQ(arch_error(mla()
+                           .set("deepseek2.expert_count", V::u32(8))
+                           .set("deepseek2.expert_used_count", V::u32(2))
+                           .set("deepseek2.leading_dense_block_count", V::u32(1))
+                           .set("deepseek2.expert_shared_count", V::u32(2))
+                           .set("deepseek2.expert_weights_scale", V::f32(2))
+                           .set("deepseek2.expert_gating_func", V::u32(1))),
+            "");
+  EXPECT_CONTAINS(arch_error(like("deepseek2")), "deepseek2 needs attention.kv_lora_rank");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.attention.value_length", V::u32(64))),
+                  "MLA needs value_length 64 <= key_length 48");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.rope.dimension_count", V::u32(48))),
+                  "rope.dimension_count 48 < key_length");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.leading_dense_block_count", V::u32(3))),
+                  "deepseek2.leading_dense_block_count = 3 is out of range [0, 2]");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.expert_gating_func", V::u32(7))),
+                  "expert_gating_func = 7 is not 1 (softmax) or 2 (sigmoid)");
+  EXPECT_CONTAINS(arch_error(mla()
+                                 .set("deepseek2.expert_count", V::u32(8))
+                                 .set("deepseek2.expert_used_count", V::u32(2))
+                                 .set("deepseek2.expert_gating_func", V::u32(2))),
+                  "sigmoid router (expert_gating_func 2) is not supported");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.expert_weights_scale", V::f32(-2))),
+                  "deepseek2.expert_weights_scale = -2 is out of range");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.attention.kv_lora_rank", V::u32(0))),
+                  "deepseek2.attention.kv_lora_rank = 0 is out of range");
+  // Only MLA models may have values narrower than keys.
+  EXPECT_CONTAINS(arch_error(llama_like()
+                                 .set("llama.attention.key_length", V::u32(64))
+                                 .set("llama.attention.value_length", V::u32(32))),
+                  "attention.value_length 32 != key_length 64 (only MLA models have that)");
+  EXPECT_CONTAINS(arch_error(llama_like().set("llama.attention.q_lora_rank", V::u32(16))),
+                  "attention.q_lora_rank is set but kv_lora_rank is not");
+}
+
 }  // namespace
 }  // namespace pagoda::loader
