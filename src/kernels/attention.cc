@@ -97,6 +97,7 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
   thread_local std::vector<cpu::AttentionItem> items;
   items.clear();
   int64_t work = 0;  // ~ multiply-adds
+  int32_t max_pos = 0;
   const int64_t row = static_cast<int64_t>(params.n_heads) * kv.head_dim;
   for (const AttentionSequence& s : sequences) {
     PAGODA_CHECK(s.num_tokens >= 0);
@@ -113,14 +114,19 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
         it.block_table = s.block_table;
         items.push_back(it);
       }
-      for (int64_t t = t0; t < t0 + nt; ++t)
+      for (int64_t t = t0; t < t0 + nt; ++t) {
         work += (static_cast<int64_t>(s.positions[t]) + 1) * 2 * row;
+        max_pos = std::max(max_pos, s.positions[t]);
+      }
     }
   }
   if (items.empty()) return;
   const cpu::CpuKernels& k = cpu::active_kernels();
-  // The SIMD paths know neither windows nor caps: those run on the reference kernel.
-  const bool plain = params.window == 0 && params.softcap == 0;
+  // The SIMD paths know neither windows nor caps: those run on the reference kernel. A window
+  // no query reaches past (every position < window) changes nothing, and every path gives the
+  // reference's bits, so such calls stay on the SIMD path.
+  const bool window_bites = params.window > 0 && max_pos >= params.window;
+  const bool plain = !window_bites && params.softcap == 0;
   auto* fn =
       k.attention_item != nullptr && plain ? k.attention_item : &cpu::reference::attention_item;
   const int nth = static_cast<int>(

@@ -349,6 +349,35 @@ TEST_P(WindowedAttentionTest, MatchesDenseWindowedAttention) {
   }
 }
 
+// A window no query reaches past is no window: the same bits as none, on every ISA (the front
+// keeps such calls on the SIMD paths).
+TEST(WindowedAttentionTest, WideWindowEqualsNone) {
+  std::mt19937 rng(5);
+  const int32_t n_heads = 8, n_kv = 2, hd = 64, bs = 16;
+  const int64_t context = 40;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    Cache cache = make_cache(dtype, bs, n_kv, hd, 6, context, rng);
+    const auto k = random_vec(static_cast<size_t>(context) * n_kv * hd, rng);
+    const auto v = random_vec(static_cast<size_t>(context) * n_kv * hd, rng);
+    std::vector<int32_t> pos(static_cast<size_t>(context));
+    std::iota(pos.begin(), pos.end(), 0);
+    kv_cache_write(cache.view, cache.block_table, pos.data(), context, k.data(), v.data());
+    const auto q = random_vec(static_cast<size_t>(context) * n_heads * hd, rng);
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      AttentionParams params{n_heads, 0.125f};
+      std::vector<float> none(q.size()), wide(q.size());
+      paged_attention(q.data(), context, pos.data(), cache.view, cache.block_table, params,
+                      none.data());
+      params.window = static_cast<int32_t>(context);  // position 39 sees 0..39: everything
+      paged_attention(q.data(), context, pos.data(), cache.view, cache.block_table, params,
+                      wide.data());
+      EXPECT_EQ(std::memcmp(none.data(), wide.data(), none.size() * sizeof(float)), 0)
+          << isa_name(isa);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, WindowedAttentionTest,
                          ::testing::Values(WindowCase{8, 0, 16, 40, 40},
                                            WindowCase{8, 3, 16, 40, 1}, WindowCase{0, 3, 16, 40, 7},
