@@ -122,11 +122,10 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
   }
   if (items.empty()) return;
   const cpu::CpuKernels& k = cpu::active_kernels();
-  // The SIMD paths know neither windows nor caps: those run on the reference kernel. A window
-  // no query reaches past (every position < window) changes nothing, and every path gives the
+  // The SIMD paths know no windows: those run on the reference kernel. A window no query
+  // reaches past (every position < window) changes nothing, and every path gives the
   // reference's bits, so such calls stay on the SIMD path.
-  const bool window_bites = params.window > 0 && max_pos >= params.window;
-  const bool plain = !window_bites && params.softcap == 0;
+  const bool plain = !(params.window > 0 && max_pos >= params.window);
   auto* fn =
       k.attention_item != nullptr && plain ? k.attention_item : &cpu::reference::attention_item;
   const int nth = static_cast<int>(

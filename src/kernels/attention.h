@@ -63,8 +63,8 @@ struct AttentionParams {
 //   s_j  = (q' · K_j) · scale                 for cache positions j in [j0, positions[t]]
 //          (q8_0: ggml's Q8_0 x Q8_0 vec-dot, integer sums per 32-block times both scales);
 //          j0 = 0, or max(0, positions[t] - window + 1) with a sliding window; with softcap c,
-//          s_j = c · tanh(s_j / c). (Caps, and windows some query reaches past, run on the
-//          reference kernel: the SIMD paths implement neither yet.)
+//          s_j = c · tanh(s_j / c) (std::tanh in float, on every path). (Windows some query
+//          reaches past run on the reference kernel: the SIMD paths have no window yet.)
 //   p_j  = exp(s_j - max s) / Σ exp(s - max s)
 //   p'_j = p_j rounded to the cache type (f16, bf16); unchanged for f32 and q8_0 (a quantised V
 //          is read the way ggml's CPU flash attention reads it: each row converted to float and

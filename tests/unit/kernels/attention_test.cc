@@ -346,6 +346,21 @@ TEST_P(WindowedAttentionTest, MatchesDenseWindowedAttention) {
         }
       }
     }
+    // Every ISA gives the scalar path's bits (caps run on the SIMD paths too).
+    std::vector<float> want(q.size());
+    {
+      IsaGuard guard(Isa::kScalar);
+      paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                      want.data());
+    }
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      std::vector<float> got(q.size(), NAN);
+      paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                      got.data());
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << isa_name(isa);
+    }
   }
 }
 
@@ -374,6 +389,48 @@ TEST(WindowedAttentionTest, WideWindowEqualsNone) {
                       wide.data());
       EXPECT_EQ(std::memcmp(none.data(), wide.data(), none.size() * sizeof(float)), 0)
           << isa_name(isa);
+    }
+  }
+}
+
+// Soft-capped scores on every cache type, the exact and the online softmax: every ISA gives the
+// scalar path's bits (the cap is the same scalar tanh after the SIMD scores), and the cap
+// changes the result.
+TEST(WindowedAttentionTest, SoftcapEveryIsaEqualsScalar) {
+  std::mt19937 rng(9);
+  const int32_t n_heads = 8, n_kv = 2, hd = 64, bs = 16;
+  const int64_t context = 45, num_new = 9;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    SCOPED_TRACE(std::string(tensor::dtype_name(dtype)));
+    Cache cache = make_cache(dtype, bs, n_kv, hd, 6, context, rng);
+    const auto k = random_vec(static_cast<size_t>(context) * n_kv * hd, rng, 3);
+    const auto v = random_vec(static_cast<size_t>(context) * n_kv * hd, rng);
+    std::vector<int32_t> pos(static_cast<size_t>(context));
+    std::iota(pos.begin(), pos.end(), 0);
+    kv_cache_write(cache.view, cache.block_table, pos.data(), context, k.data(), v.data());
+    const auto q = random_vec(static_cast<size_t>(num_new) * n_heads * hd, rng);
+    const int32_t* new_pos = pos.data() + (context - num_new);
+    for (const bool online : {false, true}) {
+      AttentionParams params{n_heads, 0.125f};
+      params.online_softmax = online;
+      std::vector<float> uncapped(q.size()), want(q.size());
+      paged_attention(q.data(), num_new, new_pos, cache.view, cache.block_table, params,
+                      uncapped.data());
+      params.softcap = 3;
+      {
+        IsaGuard guard(Isa::kScalar);
+        paged_attention(q.data(), num_new, new_pos, cache.view, cache.block_table, params,
+                        want.data());
+      }
+      EXPECT_NE(std::memcmp(uncapped.data(), want.data(), want.size() * sizeof(float)), 0);
+      for (Isa isa : supported_isas()) {
+        IsaGuard guard(isa);
+        std::vector<float> got(q.size(), NAN);
+        paged_attention(q.data(), num_new, new_pos, cache.view, cache.block_table, params,
+                        got.data());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << isa_name(isa) << (online ? " online" : " exact");
+      }
     }
   }
 }
