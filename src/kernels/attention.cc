@@ -93,9 +93,11 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
                            const AttentionParams& params) {
   check_layout(kv);
   PAGODA_CHECK(params.n_heads > 0 && params.n_heads % kv.n_kv_heads == 0);
+  PAGODA_CHECK(params.window >= 0 && params.softcap >= 0);
   thread_local std::vector<cpu::AttentionItem> items;
   items.clear();
   int64_t work = 0;  // ~ multiply-adds
+  int32_t max_pos = 0;
   const int64_t row = static_cast<int64_t>(params.n_heads) * kv.head_dim;
   for (const AttentionSequence& s : sequences) {
     PAGODA_CHECK(s.num_tokens >= 0);
@@ -112,13 +114,20 @@ void paged_attention_batch(std::span<const AttentionSequence> sequences, const K
         it.block_table = s.block_table;
         items.push_back(it);
       }
-      for (int64_t t = t0; t < t0 + nt; ++t)
+      for (int64_t t = t0; t < t0 + nt; ++t) {
         work += (static_cast<int64_t>(s.positions[t]) + 1) * 2 * row;
+        max_pos = std::max(max_pos, s.positions[t]);
+      }
     }
   }
   if (items.empty()) return;
   const cpu::CpuKernels& k = cpu::active_kernels();
-  auto* fn = k.attention_item != nullptr ? k.attention_item : &cpu::reference::attention_item;
+  // The SIMD paths know no windows: those run on the reference kernel. A window no query
+  // reaches past (every position < window) changes nothing, and every path gives the
+  // reference's bits, so such calls stay on the SIMD path.
+  const bool plain = !(params.window > 0 && max_pos >= params.window);
+  auto* fn =
+      k.attention_item != nullptr && plain ? k.attention_item : &cpu::reference::attention_item;
   const int nth = static_cast<int>(
       std::min<int64_t>({team_detail::available_threads(), static_cast<int64_t>(items.size()),
                          std::max<int64_t>(1, work / kMinWorkPerThread)}));

@@ -45,6 +45,13 @@ struct AttentionParams {
   // The flash-style online softmax (below) instead of the exact one: one walk over the KV blocks,
   // a block's scores at a time.
   bool online_softmax = false;
+  // Sliding-window attention: a query at position p sees only cache positions
+  // [p - window + 1, p] (llama.cpp's n_swa, Gemma-2's and Mistral's sliding_window); 0: the
+  // whole causal context.
+  int32_t window = 0;
+  // Attention-logit soft-capping (Gemma 2): each scaled score s becomes cap * tanh(s / cap)
+  // before the softmax; 0: none.
+  float softcap = 0;
 };
 
 // The attention math (ggml's attention without flash-attn, llama.cpp's default: the cache acts as
@@ -53,8 +60,11 @@ struct AttentionParams {
 // kernels/cpu/reference/attention_ref.cc):
 //   q'   = q converted to the cache type's vec-dot type (f16: rounded to half; bf16: to bfloat16;
 //          q8_0: quantised to Q8_0 like an activation row; f32: unchanged)
-//   s_j  = (q' · K_j) · scale                 for cache positions j in [0, positions[t]]
-//          (q8_0: ggml's Q8_0 x Q8_0 vec-dot, integer sums per 32-block times both scales)
+//   s_j  = (q' · K_j) · scale                 for cache positions j in [j0, positions[t]]
+//          (q8_0: ggml's Q8_0 x Q8_0 vec-dot, integer sums per 32-block times both scales);
+//          j0 = 0, or max(0, positions[t] - window + 1) with a sliding window; with softcap c,
+//          s_j = c · tanh(s_j / c) (std::tanh in float, on every path). (Windows some query
+//          reaches past run on the reference kernel: the SIMD paths have no window yet.)
 //   p_j  = exp(s_j - max s) / Σ exp(s - max s)
 //   p'_j = p_j rounded to the cache type (f16, bf16); unchanged for f32 and q8_0 (a quantised V
 //          is read the way ggml's CPU flash attention reads it: each row converted to float and

@@ -347,6 +347,19 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   for_rows(n, n * 16, [&](int64_t i0, int64_t i1) { fn(gate + i0, up + i0, i1 - i0, out + i0); });
 }
 
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+  PAGODA_CHECK(n >= 0);
+  for_rows(n, n * 16, [&](int64_t i0, int64_t i1) {
+    cpu::reference::gelu_tanh_mul(gate + i0, up + i0, i1 - i0, out + i0);
+  });
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  PAGODA_CHECK(n >= 0 && cap > 0);
+  for_rows(n, n * 16,
+           [&](int64_t i0, int64_t i1) { cpu::reference::softcap(x + i0, i1 - i0, cap); });
+}
+
 void softmax(float* x, int64_t rows, int64_t dim) {
   PAGODA_CHECK(rows >= 0 && dim >= 0);
   for_rows(rows, rows * dim * 16,

@@ -87,6 +87,13 @@ uint64_t stream_sum(const uint64_t* p, size_t n);
 // out[i] = silu(gate[i]) * up[i] for i < n. out may alias gate.
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 
+// out[i] = gelu(gate[i]) * up[i] for i < n, GELU in its tanh form (GeGLU: Gemma's FFN):
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x³))). out may alias gate.
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// In place: x[i] = cap * tanh(x[i] / cap) for i < n (Gemma 2's logit soft-capping). cap > 0.
+void softcap(float* x, int64_t n, float cap);
+
 // In place: x[r, :] = softmax(x[r, :]) (max-subtracted; -inf entries get 0; a row that is all
 // -inf becomes all 0).
 void softmax(float* x, int64_t rows, int64_t dim);

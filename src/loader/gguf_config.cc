@@ -84,9 +84,17 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
   if (f.find(a + "attention.value_length") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(int32_t v_dim,
                             get_count(f, a + "attention.value_length", L::kMaxHeadDim));
-    if (v_dim != c.head_dim) {
-      return unimplemented("attention.value_length {} != key_length {}", v_dim, c.head_dim);
-    }
+    // Only MLA models (deepseek2) may differ; validate_config refuses the others.
+    if (v_dim != c.head_dim) c.v_head_dim = v_dim;
+  }
+  // Multi-head latent attention (deepseek2): the q and KV compression ranks.
+  if (f.find(a + "attention.q_lora_rank") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.q_lora_rank,
+                            get_count(f, a + "attention.q_lora_rank", L::kMaxHidden));
+  }
+  if (f.find(a + "attention.kv_lora_rank") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.kv_lora_rank,
+                            get_count(f, a + "attention.kv_lora_rank", L::kMaxHidden));
   }
   PAGODA_ASSIGN_OR_RETURN(c.rope_dims,
                           get_count_or(f, a + "rope.dimension_count", L::kMaxHeadDim, c.head_dim));
@@ -130,6 +138,57 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
   } else if (f.find(a + "expert_used_count") != nullptr) {
     return invalid_argument("metadata {}expert_used_count is set but {}expert_count is not", a, a);
   }
+  if (f.find(a + "expert_feed_forward_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.expert_ffn_dim,
+                            get_count(f, a + "expert_feed_forward_length", L::kMaxFfn));
+  }
+  if (f.find(a + "expert_shared_feed_forward_length") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.shared_expert_ffn_dim,
+                            get_count(f, a + "expert_shared_feed_forward_length", L::kMaxFfn));
+  }
+  // DeepSeek's MoE: dense leading layers, shared experts (fused), routing scale/norm/function.
+  if (f.find(a + "leading_dense_block_count") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(uint64_t n, f.get_uint(a + "leading_dense_block_count"));
+    if (n > static_cast<uint64_t>(c.num_layers)) {
+      return invalid_argument("metadata {}leading_dense_block_count = {} is out of range [0, {}]",
+                              a, n, c.num_layers);
+    }
+    c.leading_dense_layers = static_cast<int32_t>(n);
+  }
+  if (f.find(a + "expert_shared_count") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.expert_shared_count,
+                            get_count(f, a + "expert_shared_count", L::kMaxExperts));
+  }
+  if (f.find(a + "expert_weights_norm") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(bool norm, f.get_bool(a + "expert_weights_norm"));
+    c.expert_weights_norm = norm;
+  }
+  if (f.find(a + "expert_gating_func") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(uint64_t g, f.get_uint(a + "expert_gating_func"));
+    if (g != 1 && g != 2) {
+      return invalid_argument(
+          "metadata {}expert_gating_func = {} is not 1 (softmax) or 2 (sigmoid)", a, g);
+    }
+    c.expert_gating = static_cast<int32_t>(g);
+  }
+  // Sliding window and soft-caps: read here, used by the architectures that have them (each
+  // arch's configure says which layers slide).
+  if (f.find(a + "attention.sliding_window") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.sliding_window,
+                            get_count(f, a + "attention.sliding_window", L::kMaxContext));
+  }
+  const auto read_scale = [&](const std::string& key, float& out) -> Status {
+    if (f.find(key) == nullptr) return Status();
+    PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
+    if (!(v > 0) || v > L::kMaxScale) {
+      return invalid_argument("metadata {} = {} is out of range (0, {}]", key, v, L::kMaxScale);
+    }
+    out = static_cast<float>(v);
+    return Status();
+  };
+  PAGODA_RETURN_IF_ERROR(read_scale(a + "attn_logit_softcapping", c.attn_softcap));
+  PAGODA_RETURN_IF_ERROR(read_scale(a + "final_logit_softcapping", c.final_softcap));
+  PAGODA_RETURN_IF_ERROR(read_scale(a + "expert_weights_scale", c.moe_weights_scale));
   // Vocab size: explicit key, else the tokenizer, else the embedding tensor.
   if (f.find(a + "vocab_size") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(c.vocab_size, get_count(f, a + "vocab_size", L::kMaxVocab));

@@ -34,11 +34,109 @@ Result<std::vector<kernels::WeightView>> bind_experts(const WeightBinder& b, int
   }
   return out;
 }
+// Rows [r0, r0 + n) of w: a matrix of its own (rows are stored one after another).
+kernels::WeightView row_slice(const kernels::WeightView& w, int64_t r0, int64_t n) {
+  kernels::WeightView out = w;
+  out.rows = n;
+  out.data = w.data + static_cast<size_t>(r0) * w.row_bytes;
+  return out;
+}
+
+Result<MlaWeights> bind_mla(const ModelConfig& c, const WeightBinder& b, int32_t i) {
+  const int64_t hidden = c.hidden_dim, heads = c.num_heads, hd = c.head_dim;
+  const int64_t lora = c.kv_lora_rank, rope = c.rope_dims, vd = c.value_dim();
+  MlaWeights m;
+  if (c.q_lora_rank > 0) {
+    PAGODA_ASSIGN_OR_RETURN(m.wq_a, b.matrix(blk(i, "attn_q_a.weight"), c.q_lora_rank, hidden));
+    PAGODA_ASSIGN_OR_RETURN(m.q_a_norm, b.vector(blk(i, "attn_q_a_norm.weight"), c.q_lora_rank));
+    PAGODA_ASSIGN_OR_RETURN(m.wq_b, b.matrix(blk(i, "attn_q_b.weight"), heads * hd, c.q_lora_rank));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(m.wq, b.matrix(blk(i, "attn_q.weight"), heads * hd, hidden));
+  }
+  PAGODA_ASSIGN_OR_RETURN(m.wkv_a, b.matrix(blk(i, "attn_kv_a_mqa.weight"), lora + rope, hidden));
+  PAGODA_ASSIGN_OR_RETURN(m.kv_a_norm, b.vector(blk(i, "attn_kv_a_norm.weight"), lora));
+  PAGODA_ASSIGN_OR_RETURN(m.wkv_b,
+                          b.matrix(blk(i, "attn_kv_b.weight"), heads * (hd - rope + vd), lora));
+  PAGODA_ASSIGN_OR_RETURN(m.wo, b.matrix(blk(i, "attn_output.weight"), hidden, heads * vd));
+  return m;
+}
+
+Status bind_attention(const ModelConfig& c, const WeightBinder& b, int32_t i, AttentionWeights& a) {
+  const int64_t hidden = c.hidden_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  if (c.fused_qkv) {
+    PAGODA_ASSIGN_OR_RETURN(kernels::WeightView qkv,
+                            b.matrix(blk(i, "attn_qkv.weight"), q_dim + 2 * kv_dim, hidden));
+    a.wq = row_slice(qkv, 0, q_dim);
+    a.wk = row_slice(qkv, q_dim, kv_dim);
+    a.wv = row_slice(qkv, q_dim + kv_dim, kv_dim);
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(a.wq, b.matrix(blk(i, "attn_q.weight"), q_dim, hidden));
+    PAGODA_ASSIGN_OR_RETURN(a.wk, b.matrix(blk(i, "attn_k.weight"), kv_dim, hidden));
+    PAGODA_ASSIGN_OR_RETURN(a.wv, b.matrix(blk(i, "attn_v.weight"), kv_dim, hidden));
+  }
+  PAGODA_ASSIGN_OR_RETURN(a.wo, b.matrix(blk(i, "attn_output.weight"), hidden, q_dim));
+  if (c.has_qkv_bias) {
+    PAGODA_ASSIGN_OR_RETURN(a.bq, b.vector(blk(i, "attn_q.bias"), q_dim));
+    PAGODA_ASSIGN_OR_RETURN(a.bk, b.vector(blk(i, "attn_k.bias"), kv_dim));
+    PAGODA_ASSIGN_OR_RETURN(a.bv, b.vector(blk(i, "attn_v.bias"), kv_dim));
+  }
+  a.window = c.layer_window(i);
+  return Status();
+}
+
+// A dense gated FFN named blk.N.{ffn_gate,ffn_up,ffn_down}{suffix}.weight of width ffn (gate
+// and up fused in ffn_up when config.fused_gate_up).
+Result<FfnWeights> bind_ffn(const ModelConfig& c, const WeightBinder& b, int32_t i, int64_t ffn,
+                            const std::string& suffix) {
+  const int64_t hidden = c.hidden_dim;
+  FfnWeights f;
+  f.activation = c.ffn_activation;
+  if (c.fused_gate_up) {
+    PAGODA_ASSIGN_OR_RETURN(
+        kernels::WeightView gate_up,
+        b.matrix(blk(i, ("ffn_up" + suffix + ".weight").c_str()), 2 * ffn, hidden));
+    f.gate = row_slice(gate_up, 0, ffn);
+    f.up = row_slice(gate_up, ffn, ffn);
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(
+        f.gate, b.matrix(blk(i, ("ffn_gate" + suffix + ".weight").c_str()), ffn, hidden));
+    PAGODA_ASSIGN_OR_RETURN(f.up,
+                            b.matrix(blk(i, ("ffn_up" + suffix + ".weight").c_str()), ffn, hidden));
+  }
+  PAGODA_ASSIGN_OR_RETURN(f.down,
+                          b.matrix(blk(i, ("ffn_down" + suffix + ".weight").c_str()), hidden, ffn));
+  return f;
+}
+
+Result<MoeWeights> bind_moe(const ModelConfig& c, const WeightBinder& b, int32_t i) {
+  const int64_t hidden = c.hidden_dim, ffn = c.expert_ffn();
+  MoeWeights moe;
+  moe.num_used = c.num_experts_used;
+  moe.norm_weights = c.moe_norm_weights;
+  moe.weights_scale = c.moe_weights_scale;
+  PAGODA_ASSIGN_OR_RETURN(moe.router,
+                          b.matrix(blk(i, "ffn_gate_inp.weight"), c.num_experts, hidden));
+  PAGODA_ASSIGN_OR_RETURN(auto gates, bind_experts(b, i, "ffn_gate", c.num_experts, ffn, hidden));
+  PAGODA_ASSIGN_OR_RETURN(auto ups, bind_experts(b, i, "ffn_up", c.num_experts, ffn, hidden));
+  PAGODA_ASSIGN_OR_RETURN(auto downs, bind_experts(b, i, "ffn_down", c.num_experts, hidden, ffn));
+  for (int32_t e = 0; e < c.num_experts; ++e) {
+    const auto ue = static_cast<size_t>(e);
+    moe.experts.push_back(FfnWeights{gates[ue], ups[ue], downs[ue], c.ffn_activation});
+  }
+  if (c.shared_expert_ffn_dim > 0) {
+    PAGODA_ASSIGN_OR_RETURN(moe.shared, bind_ffn(c, b, i, c.shared_expert_ffn_dim, "_shexp"));
+    if (c.shared_expert_gated) {
+      PAGODA_ASSIGN_OR_RETURN(moe.shared_gate,
+                              b.matrix(blk(i, "ffn_gate_inp_shexp.weight"), 1, hidden));
+    }
+  }
+  return moe;
+}
 }  // namespace
 
 Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBinder& b) {
   DecoderWeights w;
-  const int64_t hidden = c.hidden_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn_dim;
+  const int64_t hidden = c.hidden_dim;
   PAGODA_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.vocab_size, hidden));
   PAGODA_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", hidden));
   if (c.tied_embeddings) {
@@ -56,35 +154,21 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBi
   for (int32_t i = 0; i < c.num_layers; ++i) {
     DecoderLayer& L = w.layers[static_cast<size_t>(i)];
     PAGODA_ASSIGN_OR_RETURN(L.attn_norm, b.vector(blk(i, "attn_norm.weight"), hidden));
-    PAGODA_ASSIGN_OR_RETURN(L.attn.wq, b.matrix(blk(i, "attn_q.weight"), q_dim, hidden));
-    PAGODA_ASSIGN_OR_RETURN(L.attn.wk, b.matrix(blk(i, "attn_k.weight"), kv_dim, hidden));
-    PAGODA_ASSIGN_OR_RETURN(L.attn.wv, b.matrix(blk(i, "attn_v.weight"), kv_dim, hidden));
-    PAGODA_ASSIGN_OR_RETURN(L.attn.wo, b.matrix(blk(i, "attn_output.weight"), hidden, q_dim));
-    if (c.has_qkv_bias) {
-      PAGODA_ASSIGN_OR_RETURN(L.attn.bq, b.vector(blk(i, "attn_q.bias"), q_dim));
-      PAGODA_ASSIGN_OR_RETURN(L.attn.bk, b.vector(blk(i, "attn_k.bias"), kv_dim));
-      PAGODA_ASSIGN_OR_RETURN(L.attn.bv, b.vector(blk(i, "attn_v.bias"), kv_dim));
+    if (c.mla()) {
+      PAGODA_ASSIGN_OR_RETURN(L.mla, bind_mla(c, b, i));
+    } else {
+      PAGODA_RETURN_IF_ERROR(bind_attention(c, b, i, L.attn));
     }
     PAGODA_ASSIGN_OR_RETURN(L.ffn_norm, b.vector(blk(i, "ffn_norm.weight"), hidden));
-    if (c.num_experts > 0) {
-      MoeWeights moe;
-      moe.num_used = c.num_experts_used;
-      PAGODA_ASSIGN_OR_RETURN(moe.router,
-                              b.matrix(blk(i, "ffn_gate_inp.weight"), c.num_experts, hidden));
-      PAGODA_ASSIGN_OR_RETURN(auto gates,
-                              bind_experts(b, i, "ffn_gate", c.num_experts, ffn, hidden));
-      PAGODA_ASSIGN_OR_RETURN(auto ups, bind_experts(b, i, "ffn_up", c.num_experts, ffn, hidden));
-      PAGODA_ASSIGN_OR_RETURN(auto downs,
-                              bind_experts(b, i, "ffn_down", c.num_experts, hidden, ffn));
-      for (int32_t e = 0; e < c.num_experts; ++e) {
-        const auto ue = static_cast<size_t>(e);
-        moe.experts.push_back(FfnWeights{gates[ue], ups[ue], downs[ue]});
-      }
-      L.moe = std::move(moe);
+    if (c.post_norms) {
+      PAGODA_ASSIGN_OR_RETURN(L.post_attn_norm,
+                              b.vector(blk(i, "post_attention_norm.weight"), hidden));
+      PAGODA_ASSIGN_OR_RETURN(L.post_ffn_norm, b.vector(blk(i, "post_ffw_norm.weight"), hidden));
+    }
+    if (c.layer_has_experts(i)) {
+      PAGODA_ASSIGN_OR_RETURN(L.moe, bind_moe(c, b, i));
     } else {
-      PAGODA_ASSIGN_OR_RETURN(L.ffn.gate, b.matrix(blk(i, "ffn_gate.weight"), ffn, hidden));
-      PAGODA_ASSIGN_OR_RETURN(L.ffn.up, b.matrix(blk(i, "ffn_up.weight"), ffn, hidden));
-      PAGODA_ASSIGN_OR_RETURN(L.ffn.down, b.matrix(blk(i, "ffn_down.weight"), hidden, ffn));
+      PAGODA_ASSIGN_OR_RETURN(L.ffn, bind_ffn(c, b, i, c.ffn_dim, ""));
     }
   }
   return w;
@@ -115,12 +199,22 @@ void DecoderModel::place_weights() {
     for (kernels::WeightView* w :
          {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
       views.push_back(w);
+    if (L.mla) {
+      for (kernels::WeightView* w :
+           {&L.mla->wq_a, &L.mla->wq_b, &L.mla->wq, &L.mla->wkv_a, &L.mla->wkv_b, &L.mla->wo})
+        views.push_back(w);
+    }
     if (L.moe) {
       views.push_back(&L.moe->router);
       for (FfnWeights& e : L.moe->experts) {
         views.push_back(&e.gate);
         views.push_back(&e.up);
         views.push_back(&e.down);
+      }
+      if (L.moe->shared) {
+        for (kernels::WeightView* w :
+             {&L.moe->shared->gate, &L.moe->shared->up, &L.moe->shared->down, &L.moe->shared_gate})
+          views.push_back(w);
       }
     }
   }
@@ -138,7 +232,11 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   scratch_.reserve(kH, static_cast<size_t>(T * hidden));
   scratch_.reserve(kOut, static_cast<size_t>(T * hidden));
   scratch_.reserve(kFinal, static_cast<size_t>(R * hidden));
-  reserve_attention_scratch(c, T, scratch_);
+  if (c.mla()) {
+    reserve_mla_scratch(c, T, scratch_);
+  } else {
+    reserve_attention_scratch(c, T, scratch_);
+  }
   for (const DecoderLayer& L : w_.layers) {
     if (L.moe) {
       reserve_moe_scratch(*L.moe, T, scratch_);
@@ -166,17 +264,32 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
                               w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
                               x + t * hidden, hidden);
     }
+    if (c.embedding_scale != 1.0f) {
+      for (int64_t i = 0; i < T * hidden; ++i)
+        x[i] *= c.embedding_scale;
+    }
   });
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
     kernels::rms_norm(x, L.attn_norm.data(), T, hidden, c.rms_norm_eps, h);
-    attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
+    if (L.mla) {
+      mla_attention_block(c, *L.mla, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out,
+                          scratch_);
+    } else {
+      attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
+    }
+    if (!L.post_attn_norm.empty()) {
+      kernels::rms_norm(out, L.post_attn_norm.data(), T, hidden, c.rms_norm_eps, out);
+    }
     kernels::add_inplace(x, out, T * hidden);
     kernels::rms_norm(x, L.ffn_norm.data(), T, hidden, c.rms_norm_eps, h);
     if (L.moe) {
       moe_block(*L.moe, h, T, out, scratch_);
     } else {
       ffn_block(L.ffn, h, T, out, scratch_);
+    }
+    if (!L.post_ffn_norm.empty()) {
+      kernels::rms_norm(out, L.post_ffn_norm.data(), T, hidden, c.rms_norm_eps, out);
     }
     kernels::add_inplace(x, out, T * hidden);
   }
@@ -191,6 +304,7 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   });
   kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
   kernels::matmul(w_.output, final_rows, R, logits);
+  if (c.final_softcap > 0) kernels::softcap(logits, R * c.vocab_size, c.final_softcap);
 }
 
 }  // namespace pagoda::model

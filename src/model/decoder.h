@@ -1,7 +1,8 @@
 // Decoder: the pre-norm decoder-only transformer shared by llama-family architectures
 // (embedding → N × [RMSNorm → attention → residual → RMSNorm → FFN or MoE → residual] →
-// RMSNorm → output projection). Architecture files bind weights and set options; the forward
-// pass lives here once.
+// RMSNorm → output projection). Architecture files set options in the config (fused q/k/v and
+// gate/up weights, embedding scale, post-norms before each residual add, GeGLU, soft-caps,
+// sliding windows, shared experts); the forward pass lives here once.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
+#include "model/blocks/mla_attention_block.h"
 #include "model/model.h"
 #include "model/tensor_source.h"
 #include "model/weight_binding.h"
@@ -17,10 +19,13 @@
 namespace pagoda::model {
 
 struct DecoderLayer {
-  std::vector<float> attn_norm;  // [hidden]
-  AttentionWeights attn;
-  std::vector<float> ffn_norm;  // [hidden]
-  FfnWeights ffn;               // dense layers
+  std::vector<float> attn_norm;       // [hidden]
+  AttentionWeights attn;              // (not bound when mla is set)
+  std::optional<MlaWeights> mla;      // multi-head latent attention (config.mla())
+  std::vector<float> post_attn_norm;  // empty, or [hidden] (config.post_norms)
+  std::vector<float> ffn_norm;        // [hidden]
+  std::vector<float> post_ffn_norm;   // empty, or [hidden] (config.post_norms)
+  FfnWeights ffn;                     // dense layers
   std::optional<MoeWeights> moe;
 };
 
@@ -33,7 +38,9 @@ struct DecoderWeights {
 };
 
 // Binds the GGUF llama-family tensor names (token_embd, blk.N.attn_q, ..., output) for `config`:
-// biases when config.has_qkv_bias, experts when config.num_experts > 0.
+// biases when config.has_qkv_bias, experts when config.num_experts > 0 (shared ones when
+// config.shared_expert_ffn_dim > 0), attn_qkv when config.fused_qkv, gate and up from ffn_up when
+// config.fused_gate_up, post_attention_norm / post_ffw_norm when config.post_norms.
 Result<DecoderWeights> bind_decoder_weights(const ModelConfig& config, const WeightBinder& binder);
 
 class DecoderModel final : public Model {

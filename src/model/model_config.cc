@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string_view>
+#include <utility>
 
 namespace pagoda::model {
 
@@ -61,6 +62,58 @@ Status validate_config(const ModelConfig& c) {
   if (c.num_experts > 0 && (c.num_experts_used <= 0 || c.num_experts_used > c.num_experts)) {
     return invalid_argument("expert_used_count {} must be in [1, expert_count {}]",
                             c.num_experts_used, c.num_experts);
+  }
+  PAGODA_RETURN_IF_ERROR(positive("expert_feed_forward_length", c.expert_ffn(), L::kMaxFfn));
+  if (c.shared_expert_ffn_dim < 0 || c.shared_expert_ffn_dim > L::kMaxFfn) {
+    return invalid_argument("expert_shared_feed_forward_length {} is out of range [0, {}]",
+                            c.shared_expert_ffn_dim, L::kMaxFfn);
+  }
+  if ((c.num_experts == 0) && (c.shared_expert_ffn_dim > 0 || c.expert_ffn_dim > 0)) {
+    return invalid_argument("expert feed-forward lengths are set but expert_count is not");
+  }
+  if (!(c.moe_weights_scale > 0) || c.moe_weights_scale > L::kMaxScale) {
+    return invalid_argument("expert_weights_scale {} is out of range (0, {}]", c.moe_weights_scale,
+                            L::kMaxScale);
+  }
+  if (!(c.embedding_scale > 0) || c.embedding_scale > L::kMaxScale) {
+    return invalid_argument("embedding scale {} is out of range (0, {}]", c.embedding_scale,
+                            L::kMaxScale);
+  }
+  for (const auto& [what, v] :
+       {std::pair<std::string_view, float>{"attn_logit_softcapping", c.attn_softcap},
+        {"final_logit_softcapping", c.final_softcap},
+        {"attention scale", c.attn_scale}}) {
+    if (!(v >= 0) || v > L::kMaxScale) {
+      return invalid_argument("{} {} is out of range [0, {}]", what, v, L::kMaxScale);
+    }
+  }
+  if (c.value_dim() != c.head_dim && !c.mla()) {
+    return unimplemented("attention.value_length {} != key_length {} (only MLA models have that)",
+                         c.value_dim(), c.head_dim);
+  }
+  if (c.mla()) {
+    if (c.value_dim() > c.head_dim || c.rope_dims >= c.head_dim) {
+      return invalid_argument(
+          "MLA needs value_length {} <= key_length {} and rope.dimension_count {} < key_length",
+          c.value_dim(), c.head_dim, c.rope_dims);
+    }
+    if (c.kv_lora_rank > L::kMaxHidden || c.q_lora_rank < 0 || c.q_lora_rank > L::kMaxHidden) {
+      return invalid_argument("attention.q_lora_rank {} / kv_lora_rank {} are out of range",
+                              c.q_lora_rank, c.kv_lora_rank);
+    }
+  } else if (c.q_lora_rank != 0) {
+    return invalid_argument("attention.q_lora_rank is set but kv_lora_rank is not");
+  }
+  if (c.leading_dense_layers < 0 || c.leading_dense_layers > c.num_layers) {
+    return invalid_argument("leading_dense_block_count {} is out of range [0, {}]",
+                            c.leading_dense_layers, c.num_layers);
+  }
+  if (c.sliding_window < 0 || c.sliding_window > L::kMaxContext) {
+    return invalid_argument("attention.sliding_window {} is out of range [0, {}]", c.sliding_window,
+                            L::kMaxContext);
+  }
+  if (c.sliding_layers != SlidingLayers::kNone && c.sliding_window == 0) {
+    return invalid_argument("this architecture needs attention.sliding_window (a positive size)");
   }
   return Status();
 }

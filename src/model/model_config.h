@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "backend/kv_storage.h"
@@ -32,6 +33,18 @@ struct ConfigLimits {
   static constexpr double kMaxRopeScaling = 1e6;
   // RMS norm epsilon: [0, kMaxRmsNormEps].
   static constexpr double kMaxRmsNormEps = 1.0;
+  // Soft-capping values and the embedding scale: (0, kMaxScale] (0 for a cap: none).
+  static constexpr double kMaxScale = 1e6;
+};
+
+// The FFN's gated activation: SwiGLU (silu) or GeGLU (tanh-form gelu, Gemma).
+enum class FfnActivation { kSilu, kGeluTanh };
+
+// Which layers attend through the sliding window (ModelConfig::sliding_window).
+enum class SlidingLayers {
+  kNone,  // none: the window, if the file names one, is not used (llama, qwen2)
+  kAll,   // every layer (phi3, as llama.cpp runs it)
+  kEven,  // layers 0, 2, 4, ... (Gemma 2: local and global layers alternate)
 };
 
 struct ModelConfig {
@@ -63,8 +76,62 @@ struct ModelConfig {
   int32_t num_experts = 0;
   int32_t num_experts_used = 0;
 
+  // DeepSeek: the first leading_dense_layers layers have a dense FFN (ffn_dim), the others
+  // experts; expert_shared_count shared experts stored fused as one FFN (its width becomes
+  // shared_expert_ffn_dim); expert_gating 1: softmax router, 2: sigmoid (0: unset, softmax).
+  int32_t leading_dense_layers = 0;
+  int32_t expert_shared_count = 0;
+  int32_t expert_gating = 0;
+  // Experts' FFN width when it differs from ffn_dim (expert_feed_forward_length; 0: ffn_dim).
+  int32_t expert_ffn_dim = 0;
+  // A shared expert run on every token (expert_shared_feed_forward_length; 0: none). Gated: its
+  // output is multiplied by sigmoid(ffn_gate_inp_shexp . x) (qwen2moe).
+  int32_t shared_expert_ffn_dim = 0;
+  bool shared_expert_gated = false;
+  // Routing weights: renormalised over the chosen experts (Mixtral) or the raw softmax
+  // probabilities (qwen2moe), then multiplied by moe_weights_scale.
+  bool moe_norm_weights = true;
+  std::optional<bool> expert_weights_norm;  // the file's expert_weights_norm, when it has one
+  float moe_weights_scale = 1.0f;
+
+  // Multi-head latent attention (deepseek2; kv_lora_rank > 0): q from a rank-q_lora_rank
+  // compression (0: one attn_q matrix), K/V from a kv_lora_rank latent plus one rope key of
+  // rope_dims shared by the heads; per head the key is head_dim = (head_dim - rope_dims) no-rope
+  // dims + rope_dims, the value v_head_dim (0: head_dim) wide.
+  int32_t q_lora_rank = 0;
+  int32_t kv_lora_rank = 0;
+  int32_t v_head_dim = 0;
+
   bool has_qkv_bias = false;
   bool tied_embeddings = false;  // output projection reuses token_embd
+  bool fused_qkv = false;        // one attn_qkv matrix: q rows, then k, then v (phi3)
+  bool fused_gate_up = false;    // ffn_up holds the gate rows, then the up rows (phi3)
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  float embedding_scale = 1.0f;  // the input embedding is multiplied by it (Gemma: sqrt(hidden))
+  bool post_norms = false;  // RMSNorm after attention and after the FFN, before each residual add
+  float attn_scale = 0;     // attention score scale (0: 1 / sqrt(head_dim))
+  float attn_softcap = 0;   // attention scores s -> c tanh(s / c) (attn_logit_softcapping; 0: none)
+  float final_softcap = 0;  // logits l -> c tanh(l / c) (final_logit_softcapping; 0: none)
+  int32_t sliding_window = 0;  // attention.sliding_window (0: none), on sliding_layers
+  SlidingLayers sliding_layers = SlidingLayers::kNone;
+
+  // The attention window of layer `layer` (0: the whole causal context).
+  int32_t layer_window(int32_t layer) const {
+    switch (sliding_layers) {
+      case SlidingLayers::kAll:
+        return sliding_window;
+      case SlidingLayers::kEven:
+        return layer % 2 == 0 ? sliding_window : 0;
+      default:
+        return 0;
+    }
+  }
+  int32_t expert_ffn() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }
+  int32_t value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  bool mla() const { return kv_lora_rank > 0; }
+  bool layer_has_experts(int32_t layer) const {
+    return num_experts > 0 && layer >= leading_dense_layers;
+  }
 
   int32_t q_dim() const { return num_heads * head_dim; }
   int32_t kv_dim() const { return num_kv_heads * head_dim; }

@@ -29,6 +29,10 @@ std::span<const ArchDef* const> all_archs();
 
 extern const ArchDef kLlamaArch;
 extern const ArchDef kQwen2Arch;
+extern const ArchDef kPhi3Arch;
+extern const ArchDef kGemma2Arch;
+extern const ArchDef kQwen2MoeArch;
+extern const ArchDef kDeepseek2Arch;
 
 // The shared build for llama-family decoders (arch files may use it).
 Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,

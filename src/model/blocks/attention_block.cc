@@ -15,6 +15,31 @@ void reserve_attention_scratch(const ModelConfig& c, int64_t T, Scratch& scratch
   scratch.reserve(kAttn, static_cast<size_t>(T * c.q_dim()));
 }
 
+void paged_attend(const ModelConfig& c, int32_t window, const ForwardBatch& batch,
+                  const kernels::KvLayerView& kv, const float* q, const float* k, const float* v,
+                  float* attn) {
+  const int64_t q_dim = static_cast<int64_t>(c.num_heads) * kv.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
+  kernels::AttentionParams params;
+  params.n_heads = c.num_heads;
+  params.scale = c.attn_scale > 0 ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  params.online_softmax = batch.flash_attention;
+  params.window = window;
+  params.softcap = c.attn_softcap;
+  // Every sequence's new K/V first, then one parallel attention call over all sequences.
+  std::vector<kernels::AttentionSequence> seqs;
+  seqs.reserve(batch.sequences.size());
+  for (const SequenceSlice& seq : batch.sequences) {
+    const int64_t b = seq.token_begin;
+    const int32_t* pos = batch.positions.data() + b;
+    kernels::kv_cache_write(kv, seq.block_table, pos, seq.num_tokens, k + b * kv_dim,
+                            v + b * kv_dim);
+    seqs.push_back(kernels::AttentionSequence{q + b * q_dim, attn + b * q_dim, pos, seq.num_tokens,
+                                              seq.block_table});
+  }
+  kernels::paged_attention_batch(seqs, kv, params);
+}
+
 void attention_block(const ModelConfig& c, const AttentionWeights& w,
                      const kernels::RopeParams& rope, const ForwardBatch& batch,
                      const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch) {
@@ -34,22 +59,7 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
   kernels::rope(q, T, c.num_heads, c.head_dim, batch.positions.data(), rope);
   kernels::rope(k, T, c.num_kv_heads, c.head_dim, batch.positions.data(), rope);
 
-  kernels::AttentionParams params;
-  params.n_heads = c.num_heads;
-  params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  params.online_softmax = batch.flash_attention;
-  // Every sequence's new K/V first, then one parallel attention call over all sequences.
-  std::vector<kernels::AttentionSequence> seqs;
-  seqs.reserve(batch.sequences.size());
-  for (const SequenceSlice& seq : batch.sequences) {
-    const int64_t b = seq.token_begin;
-    const int32_t* pos = batch.positions.data() + b;
-    kernels::kv_cache_write(kv, seq.block_table, pos, seq.num_tokens, k + b * kv_dim,
-                            v + b * kv_dim);
-    seqs.push_back(kernels::AttentionSequence{q + b * q_dim, attn + b * q_dim, pos, seq.num_tokens,
-                                              seq.block_table});
-  }
-  kernels::paged_attention_batch(seqs, kv, params);
+  paged_attend(c, w.window, batch, kv, q, k, v, attn);
   kernels::matmul(w.wo, attn, T, out);
 }
 

@@ -10,7 +10,7 @@
 
 namespace pagoda::model {
 namespace {
-enum Slot { kGate = 20, kUp, kRouter, kGather, kExpertOut };
+enum Slot { kGate = 20, kUp, kRouter, kGather, kExpertOut, kShared, kSharedGate };
 }
 
 void reserve_ffn_scratch(const FfnWeights& w, int64_t T, Scratch& scratch) {
@@ -25,6 +25,11 @@ void reserve_moe_scratch(const MoeWeights& w, int64_t T, Scratch& scratch) {
   scratch.reserve(kExpertOut, hidden);
   for (const FfnWeights& e : w.experts)
     reserve_ffn_scratch(e, T, scratch);
+  if (w.shared) {
+    reserve_ffn_scratch(*w.shared, T, scratch);
+    scratch.reserve(kShared, hidden);
+    scratch.reserve(kSharedGate, static_cast<size_t>(T));
+  }
 }
 
 void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scratch& scratch) {
@@ -34,7 +39,11 @@ void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scrat
   // Gate and up in one parallel region (h converted once).
   const kernels::MatmulJob gate_up[] = {{&w.gate, gate, nullptr}, {&w.up, up, nullptr}};
   kernels::matmul_group(gate_up, h, T);
-  kernels::silu_mul(gate, up, T * ffn, gate);
+  if (w.activation == FfnActivation::kGeluTanh) {
+    kernels::gelu_tanh_mul(gate, up, T * ffn, gate);
+  } else {
+    kernels::silu_mul(gate, up, T * ffn, gate);
+  }
   kernels::matmul(w.down, gate, T, out);
 }
 
@@ -47,7 +56,7 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
   kernels::softmax(router, T, num_experts);
   kernels::team_sync();  // every thread of a team reads all of the router's output
 
-  // Per token: its top-k experts and renormalised weights.
+  // Per token: its top-k experts and their weights (renormalised or not, then scaled).
   std::vector<int32_t> chosen(static_cast<size_t>(T * k));
   std::vector<float> weights(static_cast<size_t>(T * k));
   std::vector<int32_t> order(static_cast<size_t>(num_experts));
@@ -59,8 +68,9 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
     for (int64_t j = 0; j < k; ++j)
       sum += p[order[static_cast<size_t>(j)]];
     for (int64_t j = 0; j < k; ++j) {
+      const float pj = p[order[static_cast<size_t>(j)]];
       chosen[static_cast<size_t>(t * k + j)] = order[static_cast<size_t>(j)];
-      weights[static_cast<size_t>(t * k + j)] = p[order[static_cast<size_t>(j)]] / sum;
+      weights[static_cast<size_t>(t * k + j)] = (w.norm_weights ? pj / sum : pj) * w.weights_scale;
     }
   }
 
@@ -102,6 +112,24 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
       }
     });
   }
+  if (!w.shared) return;
+  // The shared expert on every token, times sigmoid(gate . h) when gated.
+  float* shared = scratch.get(kShared, static_cast<size_t>(T * hidden));
+  ffn_block(*w.shared, h, T, shared, scratch);
+  float* gate = nullptr;
+  if (w.shared_gate.rows > 0) {
+    gate = scratch.get(kSharedGate, static_cast<size_t>(T));
+    kernels::matmul(w.shared_gate, h, T, gate);
+  }
+  kernels::team_first([&] {
+    for (int64_t t = 0; t < T; ++t) {
+      const float g = gate != nullptr ? 1.0f / (1.0f + std::exp(-gate[t])) : 1.0f;
+      float* dst = out + t * hidden;
+      const float* src = shared + t * hidden;
+      for (int64_t d = 0; d < hidden; ++d)
+        dst[d] += g * src[d];
+    }
+  });
 }
 
 }  // namespace pagoda::model

@@ -1,10 +1,13 @@
-// The public Engine on a real model (the fixture llama-Q8_0.gguf: 2 layers, Llama-2 vocab):
-// every one of 32 concurrent requests of mixed lengths produces exactly the tokens it produces
-// when run alone — with prefix caching on and off, with chunked prefill under a small token
-// budget, and with a KV cache so small that requests get preempted (and recomputed). Requests
-// are greedy, n = 3 greedy (every sample must equal the solo greedy run) and seeded random
-// sampling (each request's RNG must not depend on the batch). Also: prefix caching cuts the
-// prompt tokens the model computes for shared prefixes, and aborting frees every block.
+// The public Engine on real models (the fixture llama-Q8_0.gguf: 2 layers, Llama-2 vocab; and
+// each architecture of models/arch/: phi3's fused weights, gemma2's 26 layers with an 8-token
+// sliding window on every other layer, which prompts, chunks and the cached prefix all cross,
+// qwen2moe's experts and deepseek2's latent attention): every one of 32 concurrent requests of
+// mixed lengths produces exactly the tokens it produces when run alone — with prefix caching on and
+// off, with chunked prefill under a small token budget, and with a KV cache so small that requests
+// get preempted (and recomputed). Requests are greedy, n = 3 greedy (every sample must equal the
+// solo greedy run) and seeded random sampling (each request's RNG must not depend on the batch).
+// Also: prefix caching cuts the prompt tokens the model computes for shared prefixes, and aborting
+// frees every block.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -18,9 +21,19 @@
 namespace pagoda {
 namespace {
 
-std::string model_path() {
-  return pagoda::testing::fixture("models/llama-Q8_0.gguf").string();
-}
+// A model of the fixtures (path under models/) and its KV shape (for the preemption test's
+// cache size).
+struct ModelCase {
+  std::string file;
+  int64_t layers = 0;
+  int64_t kv_dim = 0;  // KV heads x head dim
+};
+
+const ModelCase kModels[] = {{"llama-Q8_0.gguf", 2, 128},
+                             {"arch/phi3-Q8_0.gguf", 2, 128},
+                             {"arch/gemma2-Q8_0.gguf", 26, 64},
+                             {"arch/qwen2moe-Q8_0.gguf", 2, 128},
+                             {"arch/deepseek2-Q8_0.gguf", 3, 192}};
 
 struct Spec {
   std::string id;
@@ -110,9 +123,9 @@ class Sink {
   int64_t num_finals_ = 0;
 };
 
-EngineConfig base_config() {
+EngineConfig base_config(const std::string& model_path) {
   EngineConfig c;
-  c.model_path = model_path();
+  c.model_path = model_path;
   c.block_size = 16;
   c.kv_cache_bytes = 64ull << 20;
   c.kv_cache_dtype = "f16";
@@ -129,15 +142,25 @@ std::unique_ptr<Engine> make_engine(const EngineConfig& c) {
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
-class EngineGolden : public ::testing::Test {
+using SoloRuns = std::map<std::pair<std::string, int32_t>, Sink::Seq>;
+
+class EngineGolden : public ::testing::TestWithParam<ModelCase> {
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(model_path())) return;
-    specs_ = new std::vector<Spec>(make_specs());
-    solo_ = new std::map<std::pair<std::string, int32_t>, Sink::Seq>();
+  static void TearDownTestSuite() {
+    delete specs_;
+    delete solo_;
+    specs_ = nullptr;
+    solo_ = nullptr;
+  }
+  void SetUp() override {
+    PAGODA_REQUIRE_FIXTURE(model_path());
+    if (specs_ == nullptr) specs_ = new std::vector<Spec>(make_specs());
+    if (solo_ == nullptr) solo_ = new std::map<std::string, SoloRuns>();
+    if (solo_->count(GetParam().file) > 0) return;
     // Each request alone: one engine, one request at a time, no prefix cache. Cold (no warm-up
     // pass) while every concurrent engine below warms up: the warm-up's dummy KV must not change
-    // a single token.
+    // a single token. Once per model.
+    SoloRuns& solo = (*solo_)[GetParam().file];
     EngineConfig c = base_config();
     c.enable_prefix_caching = false;
     c.warm_up = false;
@@ -152,16 +175,13 @@ class EngineGolden : public ::testing::Test {
       auto seqs = sink.seqs();
       const auto& seq = seqs.at({s.id, 0});
       ASSERT_EQ(seq.tokens.size(), static_cast<size_t>(s.max_tokens)) << s.id;
-      (*solo_)[{s.id, 0}] = seq;
+      solo[{s.id, 0}] = seq;
     }
   }
-  static void TearDownTestSuite() {
-    delete specs_;
-    delete solo_;
-    specs_ = nullptr;
-    solo_ = nullptr;
+  std::string model_path() const {
+    return pagoda::testing::fixture("models/" + GetParam().file).string();
   }
-  void SetUp() override { PAGODA_REQUIRE_FIXTURE(model_path()); }
+  EngineConfig base_config() const { return pagoda::base_config(model_path()); }
 
   // Runs all specs at once on an engine with config `c`; checks every sample against the solo
   // run and returns the engine's final stats.
@@ -186,7 +206,7 @@ class EngineGolden : public ::testing::Test {
         EXPECT_EQ(seq.final_output.finish_reason, FinishReason::kLength);
         if (s.n > 1 && s.seed) continue;  // (not in the specs: seeded forks differ by design)
         // Greedy samples of an n > 1 request all equal the solo greedy run.
-        const Sink::Seq& solo = solo_->at({s.id, 0});
+        const Sink::Seq& solo = solo_->at(GetParam().file).at({s.id, 0});
         EXPECT_EQ(seq.tokens, solo.tokens);
         EXPECT_EQ(seq.text, solo.text);
       }
@@ -199,20 +219,20 @@ class EngineGolden : public ::testing::Test {
   }
 
   static std::vector<Spec>* specs_;
-  static std::map<std::pair<std::string, int32_t>, Sink::Seq>* solo_;
+  static std::map<std::string, SoloRuns>* solo_;  // per model file
 };
 
 std::vector<Spec>* EngineGolden::specs_ = nullptr;
-std::map<std::pair<std::string, int32_t>, Sink::Seq>* EngineGolden::solo_ = nullptr;
+std::map<std::string, SoloRuns>* EngineGolden::solo_ = nullptr;
 
-TEST_F(EngineGolden, ConcurrentEqualsSoloWithPrefixCaching) {
+TEST_P(EngineGolden, ConcurrentEqualsSoloWithPrefixCaching) {
   EngineConfig c = base_config();
   c.enable_prefix_caching = true;
   const EngineStats st = run_all_and_compare(c);
   EXPECT_GT(st.prefix_cache_hits, 0);  // the shared 48-token prefix
 }
 
-TEST_F(EngineGolden, ConcurrentEqualsSoloWithoutPrefixCaching) {
+TEST_P(EngineGolden, ConcurrentEqualsSoloWithoutPrefixCaching) {
   EngineConfig c = base_config();
   c.enable_prefix_caching = false;
   const EngineStats st = run_all_and_compare(c);
@@ -220,25 +240,26 @@ TEST_F(EngineGolden, ConcurrentEqualsSoloWithoutPrefixCaching) {
   EXPECT_EQ(st.prompt_tokens_computed, st.prompt_tokens_total);
 }
 
-TEST_F(EngineGolden, ConcurrentEqualsSoloWithSmallChunks) {
+TEST_P(EngineGolden, ConcurrentEqualsSoloWithSmallChunks) {
   EngineConfig c = base_config();
   c.max_num_seqs = 16;
   c.max_num_batched_tokens = 24;  // long prompts take many chunks, interleaved with decodes
   run_all_and_compare(c);
 }
 
-TEST_F(EngineGolden, ConcurrentEqualsSoloUnderPreemption) {
+TEST_P(EngineGolden, ConcurrentEqualsSoloUnderPreemption) {
   EngineConfig c = base_config();
   c.max_model_len = 192;
   // About 20 blocks of 16 tokens: far less than 32 requests need at once.
-  c.kv_cache_bytes = 21ull * 2 /*K,V*/ * 2 /*layers*/ * 16 * 128 /*kv dim*/ * 2 /*f16*/;
+  c.kv_cache_bytes = static_cast<uint64_t>(21 * 2 /*K,V*/ * GetParam().layers * 16 *
+                                           GetParam().kv_dim * 2 /*f16*/);
   const EngineStats st = run_all_and_compare(c);
   EXPECT_LE(st.num_blocks, 20);
   EXPECT_GE(st.num_blocks, 12);  // one max_model_len sequence
   EXPECT_GT(st.num_preemptions, 0);
 }
 
-TEST_F(EngineGolden, PrefixCachingCutsComputedPromptTokens) {
+TEST_P(EngineGolden, PrefixCachingCutsComputedPromptTokens) {
   std::mt19937 rng(7);
   std::vector<int32_t> shared = {1};
   for (int i = 0; i < 95; ++i)
@@ -294,7 +315,7 @@ TEST_F(EngineGolden, PrefixCachingCutsComputedPromptTokens) {
   EXPECT_EQ(out_together, out_without);
 }
 
-TEST_F(EngineGolden, AbortFreesEveryBlock) {
+TEST_P(EngineGolden, AbortFreesEveryBlock) {
   auto engine = make_engine(base_config());
   ASSERT_NE(engine, nullptr);
   Sink sink;
@@ -341,6 +362,14 @@ TEST_F(EngineGolden, AbortFreesEveryBlock) {
     EXPECT_LT(seq.tokens.size(), 400u);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, EngineGolden, ::testing::ValuesIn(kModels),
+                         [](const ::testing::TestParamInfo<ModelCase>& param_info) {
+                           std::string s =
+                               param_info.param.file.substr(param_info.param.file.rfind('/') + 1);
+                           s = s.substr(0, s.find('-'));
+                           return s;
+                         });
 
 }  // namespace
 }  // namespace pagoda

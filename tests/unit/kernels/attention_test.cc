@@ -279,6 +279,170 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{DType::kQ8_0, 8, 2, 128, 16, 70, 1}, AttnCase{DType::kQ8_0, 12, 1, 32, 5, 23, 4},
         AttnCase{DType::kQ8_0, 2, 2, 64, 1, 9, 9}, AttnCase{DType::kQ8_0, 8, 2, 64, 16, 300, 24}));
 
+// Sliding windows and soft-capped scores (Gemma 2, Mistral, Phi-3): against a double-precision
+// oracle on an f32 cache, where a query at position p sees keys [p - window + 1, p] and each
+// scaled score s becomes cap * tanh(s / cap); prefill chunks and decodes, windows smaller than,
+// equal to and larger than a block, the exact and the online softmax.
+struct WindowCase {
+  int32_t window;
+  float softcap;
+  int32_t block_size;
+  int64_t context, num_new;
+};
+
+class WindowedAttentionTest : public ::testing::TestWithParam<WindowCase> {};
+
+TEST_P(WindowedAttentionTest, MatchesDenseWindowedAttention) {
+  const WindowCase c = GetParam();
+  const int32_t n_heads = 4, n_kv = 2, hd = 32;
+  std::mt19937 rng(static_cast<uint32_t>(c.window * 31 + c.context));
+  const int64_t num_blocks = (c.context + c.block_size - 1) / c.block_size + 3;
+  Cache cache = make_cache(DType::kF32, c.block_size, n_kv, hd, num_blocks, c.context, rng);
+  const size_t kv_row = static_cast<size_t>(n_kv) * hd;
+  // Large scores (x3) so that the cap changes them.
+  const auto k = random_vec(static_cast<size_t>(c.context) * kv_row, rng, 3);
+  const auto v = random_vec(static_cast<size_t>(c.context) * kv_row, rng);
+  std::vector<int32_t> all_pos(static_cast<size_t>(c.context));
+  std::iota(all_pos.begin(), all_pos.end(), 0);
+  kv_cache_write(cache.view, cache.block_table, all_pos.data(), c.context, k.data(), v.data());
+  const int64_t first = c.context - c.num_new;
+  const std::vector<int32_t> pos(all_pos.begin() + first, all_pos.end());
+  const auto q = random_vec(static_cast<size_t>(c.num_new) * n_heads * hd, rng);
+  const double scale = 1.0 / std::sqrt(double(hd));
+  for (const bool online : {false, true}) {
+    SCOPED_TRACE(online ? "online softmax" : "exact softmax");
+    AttentionParams params{n_heads, static_cast<float>(scale)};
+    params.online_softmax = online;
+    params.window = c.window;
+    params.softcap = c.softcap;
+    std::vector<float> out(q.size(), NAN);
+    paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                    out.data());
+    for (int64_t t = 0; t < c.num_new; ++t) {
+      const int64_t p = pos[static_cast<size_t>(t)];
+      const int64_t j0 = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0;
+      for (int64_t h = 0; h < n_heads; ++h) {
+        const int64_t kvh = h / (n_heads / n_kv);
+        std::vector<double> w;
+        double mx = -INFINITY;
+        for (int64_t j = j0; j <= p; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < hd; ++d)
+            dot += double(q[(t * n_heads + h) * hd + d]) * k[(j * n_kv + kvh) * hd + d];
+          double sc = dot * scale;
+          if (c.softcap > 0) sc = c.softcap * std::tanh(sc / c.softcap);
+          w.push_back(sc);
+          mx = std::max(mx, sc);
+        }
+        double sum = 0;
+        for (double& x : w)
+          sum += (x = std::exp(x - mx));
+        for (int64_t d = 0; d < hd; ++d) {
+          double acc = 0;
+          for (int64_t j = j0; j <= p; ++j)
+            acc += w[static_cast<size_t>(j - j0)] / sum * v[(j * n_kv + kvh) * hd + d];
+          const float got = out[static_cast<size_t>((t * n_heads + h) * hd + d)];
+          ASSERT_NEAR(got, acc, 2e-5 * (1 + std::fabs(acc))) << "token " << t << " head " << h;
+        }
+      }
+    }
+    // Every ISA gives the scalar path's bits (caps run on the SIMD paths too).
+    std::vector<float> want(q.size());
+    {
+      IsaGuard guard(Isa::kScalar);
+      paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                      want.data());
+    }
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      std::vector<float> got(q.size(), NAN);
+      paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                      got.data());
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << isa_name(isa);
+    }
+  }
+}
+
+// A window no query reaches past is no window: the same bits as none, on every ISA (the front
+// keeps such calls on the SIMD paths).
+TEST(WindowedAttentionTest, WideWindowEqualsNone) {
+  std::mt19937 rng(5);
+  const int32_t n_heads = 8, n_kv = 2, hd = 64, bs = 16;
+  const int64_t context = 40;
+  for (DType dtype : {DType::kF32, DType::kF16}) {
+    Cache cache = make_cache(dtype, bs, n_kv, hd, 6, context, rng);
+    const auto k = random_vec(static_cast<size_t>(context) * n_kv * hd, rng);
+    const auto v = random_vec(static_cast<size_t>(context) * n_kv * hd, rng);
+    std::vector<int32_t> pos(static_cast<size_t>(context));
+    std::iota(pos.begin(), pos.end(), 0);
+    kv_cache_write(cache.view, cache.block_table, pos.data(), context, k.data(), v.data());
+    const auto q = random_vec(static_cast<size_t>(context) * n_heads * hd, rng);
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      AttentionParams params{n_heads, 0.125f};
+      std::vector<float> none(q.size()), wide(q.size());
+      paged_attention(q.data(), context, pos.data(), cache.view, cache.block_table, params,
+                      none.data());
+      params.window = static_cast<int32_t>(context);  // position 39 sees 0..39: everything
+      paged_attention(q.data(), context, pos.data(), cache.view, cache.block_table, params,
+                      wide.data());
+      EXPECT_EQ(std::memcmp(none.data(), wide.data(), none.size() * sizeof(float)), 0)
+          << isa_name(isa);
+    }
+  }
+}
+
+// Soft-capped scores on every cache type, the exact and the online softmax: every ISA gives the
+// scalar path's bits (the cap is the same scalar tanh after the SIMD scores), and the cap
+// changes the result.
+TEST(WindowedAttentionTest, SoftcapEveryIsaEqualsScalar) {
+  std::mt19937 rng(9);
+  const int32_t n_heads = 8, n_kv = 2, hd = 64, bs = 16;
+  const int64_t context = 45, num_new = 9;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    SCOPED_TRACE(std::string(tensor::dtype_name(dtype)));
+    Cache cache = make_cache(dtype, bs, n_kv, hd, 6, context, rng);
+    const auto k = random_vec(static_cast<size_t>(context) * n_kv * hd, rng, 3);
+    const auto v = random_vec(static_cast<size_t>(context) * n_kv * hd, rng);
+    std::vector<int32_t> pos(static_cast<size_t>(context));
+    std::iota(pos.begin(), pos.end(), 0);
+    kv_cache_write(cache.view, cache.block_table, pos.data(), context, k.data(), v.data());
+    const auto q = random_vec(static_cast<size_t>(num_new) * n_heads * hd, rng);
+    const int32_t* new_pos = pos.data() + (context - num_new);
+    for (const bool online : {false, true}) {
+      AttentionParams params{n_heads, 0.125f};
+      params.online_softmax = online;
+      std::vector<float> uncapped(q.size()), want(q.size());
+      paged_attention(q.data(), num_new, new_pos, cache.view, cache.block_table, params,
+                      uncapped.data());
+      params.softcap = 3;
+      {
+        IsaGuard guard(Isa::kScalar);
+        paged_attention(q.data(), num_new, new_pos, cache.view, cache.block_table, params,
+                        want.data());
+      }
+      EXPECT_NE(std::memcmp(uncapped.data(), want.data(), want.size() * sizeof(float)), 0);
+      for (Isa isa : supported_isas()) {
+        IsaGuard guard(isa);
+        std::vector<float> got(q.size(), NAN);
+        paged_attention(q.data(), num_new, new_pos, cache.view, cache.block_table, params,
+                        got.data());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << isa_name(isa) << (online ? " online" : " exact");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WindowedAttentionTest,
+                         ::testing::Values(WindowCase{8, 0, 16, 40, 40},
+                                           WindowCase{8, 3, 16, 40, 1}, WindowCase{0, 3, 16, 40, 7},
+                                           WindowCase{5, 50, 4, 23, 23},
+                                           WindowCase{16, 0, 16, 64, 3},
+                                           WindowCase{1, 0, 16, 20, 5},
+                                           WindowCase{100, 2, 8, 40, 9}));
+
 // Many sequences in one call (decodes and a prefill chunk sharing one cache, block tables
 // interleaved) give the same bits as one call per sequence, on every ISA.
 TEST(PagedAttentionBatchTest, EqualsOneCallPerSequence) {

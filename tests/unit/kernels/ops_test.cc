@@ -1,5 +1,5 @@
-// rms_norm, silu_mul, softmax and add_inplace against double-precision formulas written here,
-// with aliasing, one-element rows, masked (-inf) and extreme inputs.
+// rms_norm, silu_mul, gelu_tanh_mul, softcap, softmax and add_inplace against double-precision
+// formulas written here, with aliasing, one-element rows, masked (-inf) and extreme inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -262,6 +262,36 @@ TEST(SiluMulTest, ThreadSplitEqualsOneThread) {
 
 // The bandwidth probe's sum: every ISA's streaming kernel and the thread split give the plain
 // sum (wrapping), for lengths around its split into 8 parts of whole 8-word lines.
+TEST(GeluTanhMulTest, MatchesFormula) {
+  auto g = random_vec(4099, 11, 4.0f);
+  g.insert(g.end(), {0.0f, -0.0f, -30.0f, 30.0f, 1e-20f});
+  const auto u = random_vec(g.size(), 12);
+  std::vector<float> out(g.size());
+  gelu_tanh_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), out.data());
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i];
+    const double gelu = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    const double e = gelu * u[i];
+    ASSERT_NEAR(out[i], e, 1e-6 * (1 + std::fabs(e))) << "x = " << x;
+  }
+  gelu_tanh_mul(g.data(), u.data(), static_cast<int64_t>(g.size()), g.data());  // out aliases gate
+  EXPECT_EQ(g, out);
+}
+
+TEST(SoftcapTest, MatchesFormula) {
+  auto x = random_vec(5000, 13, 3.0f);
+  x.insert(x.end(), {0.0f, 1e6f, -1e6f, kInf, -kInf});
+  for (const float cap : {0.4f, 3.0f, 30.0f}) {
+    std::vector<float> y = x;
+    softcap(y.data(), static_cast<int64_t>(y.size()), cap);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double e = cap * std::tanh(double(x[i]) / cap);
+      ASSERT_NEAR(y[i], e, 1e-6 * cap) << "x = " << x[i] << " cap " << cap;
+      ASSERT_LE(std::fabs(y[i]), cap);
+    }
+  }
+}
+
 TEST(StreamSumTest, EqualsPlainSum) {
   std::mt19937_64 rng(11);
   std::vector<uint64_t> v(100003);

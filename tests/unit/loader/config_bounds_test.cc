@@ -13,6 +13,7 @@
 #include "format/hf_config.h"
 #include "loader/gguf_config.h"
 #include "loader/hf/hf_checkpoint.h"
+#include "model/arch/arch.h"
 #include "model/model_config.h"
 
 namespace pagoda::loader {
@@ -224,6 +225,121 @@ TEST(ConfigBoundsTest, PerLayerArraysAreNotSupported) {
       gguf_error(llama_like().set("llama.attention.head_count", V::array<int32_t>({4, 4})));
   EXPECT_CONTAINS(e, "llama.attention.head_count");
   EXPECT_CONTAINS(e, "expected an unsigned integer");
+}
+
+// config_from_gguf, the architecture's configure, then validate_config (load_model's order).
+std::string arch_error(const GgufWriter& w) {
+  auto bytes = w.to_bytes();
+  if (!bytes.ok()) return "writer: " + bytes.status().to_string();
+  auto file = format::GgufFile::parse(*bytes);
+  if (!file.ok()) return "format: " + file.status().to_string();
+  auto config = config_from_gguf(**file);
+  if (!config.ok()) return config.status().message();
+  const model::ArchDef* arch = model::find_arch(config->arch);
+  if (arch == nullptr) return "no arch " + config->arch;
+  Status st = arch->configure(*config);
+  if (st.ok()) st = model::validate_config(*config);
+  return st.ok() ? "" : st.message();
+}
+
+// A model of architecture `arch` with llama_like's sizes.
+GgufWriter like(const std::string& arch) {
+  GgufWriter w;
+  w.set("general.architecture", V::string(arch))
+      .set(arch + ".block_count", V::u32(2))
+      .set(arch + ".context_length", V::u32(2048))
+      .set(arch + ".embedding_length", V::u32(256))
+      .set(arch + ".feed_forward_length", V::u32(768))
+      .set(arch + ".attention.head_count", V::u32(4))
+      .set(arch + ".attention.head_count_kv", V::u32(2))
+      .set("tokenizer.ggml.tokens", V::string_array({"<unk>", "<s>", "</s>", "a", "b"}));
+  return w;
+}
+
+TEST(ConfigBoundsTest, SlidingWindowAndSoftCaps) {
+  EXPECT_EQ(arch_error(like("gemma2")), "");  // llama.cpp's defaults for the missing keys
+  EXPECT_EQ(arch_error(like("gemma2")
+                           .set("gemma2.attention.sliding_window", V::u32(8))
+                           .set("gemma2.attn_logit_softcapping", V::f32(3))
+                           .set("gemma2.final_logit_softcapping", V::f32(0.4f))),
+            "");
+  EXPECT_CONTAINS(arch_error(like("gemma2").set("gemma2.attention.sliding_window", V::u32(0))),
+                  "gemma2.attention.sliding_window = 0 is out of range");
+  EXPECT_CONTAINS(
+      arch_error(like("gemma2").set("gemma2.attention.sliding_window", V::u32(1u << 30))),
+      "gemma2.attention.sliding_window = 1073741824 is out of range");
+  EXPECT_CONTAINS(arch_error(like("gemma2").set("gemma2.attn_logit_softcapping", V::f32(-1))),
+                  "gemma2.attn_logit_softcapping = -1 is out of range");
+  EXPECT_CONTAINS(
+      arch_error(like("gemma2").set("gemma2.final_logit_softcapping", V::f32(std::nanf("")))),
+      "gemma2.final_logit_softcapping = nan is out of range");
+  EXPECT_CONTAINS(arch_error(like("gemma2").set("gemma2.final_logit_softcapping", V::f32(1e30f))),
+                  "is out of range");
+  EXPECT_EQ(arch_error(like("phi3").set("phi3.attention.sliding_window", V::u32(2047))), "");
+}
+
+TEST(ConfigBoundsTest, SharedExperts) {
+  const auto moe = [] {
+    return like("qwen2moe")
+        .set("qwen2moe.expert_count", V::u32(8))
+        .set("qwen2moe.expert_used_count", V::u32(2))
+        .set("qwen2moe.expert_feed_forward_length", V::u32(128));
+  };
+  EXPECT_EQ(arch_error(moe().set("qwen2moe.expert_shared_feed_forward_length", V::u32(512))), "");
+  EXPECT_CONTAINS(arch_error(moe()), "qwen2moe needs expert_shared_feed_forward_length");
+  EXPECT_CONTAINS(
+      arch_error(moe().set("qwen2moe.expert_shared_feed_forward_length", V::u32(1u << 30))),
+      "qwen2moe.expert_shared_feed_forward_length = 1073741824 is out of range");
+  EXPECT_CONTAINS(arch_error(moe().set("qwen2moe.expert_feed_forward_length", V::u32(0))),
+                  "qwen2moe.expert_feed_forward_length = 0 is out of range");
+  EXPECT_CONTAINS(arch_error(like("qwen2moe")), "qwen2moe needs expert_count");
+  EXPECT_CONTAINS(arch_error(like("qwen2").set("qwen2.expert_feed_forward_length", V::u32(64))),
+                  "expert feed-forward lengths are set but expert_count is not");
+}
+
+TEST(ConfigBoundsTest, LatentAttention) {
+  const auto mla = [] {
+    return like("deepseek2")
+        .set("deepseek2.attention.key_length", V::u32(48))
+        .set("deepseek2.attention.value_length", V::u32(32))
+        .set("deepseek2.rope.dimension_count", V::u32(16))
+        .set("deepseek2.attention.q_lora_rank", V::u32(128))
+        .set("deepseek2.attention.kv_lora_rank", V::u32(64));
+  };
+  EXPECT_EQ(arch_error(mla()), "");
+  EXPECT_EQ(arch_error(mla()
+                           .set("deepseek2.expert_count", V::u32(8))
+                           .set("deepseek2.expert_used_count", V::u32(2))
+                           .set("deepseek2.leading_dense_block_count", V::u32(1))
+                           .set("deepseek2.expert_shared_count", V::u32(2))
+                           .set("deepseek2.expert_weights_scale", V::f32(2))
+                           .set("deepseek2.expert_gating_func", V::u32(1))),
+            "");
+  EXPECT_CONTAINS(arch_error(like("deepseek2")), "deepseek2 needs attention.kv_lora_rank");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.attention.value_length", V::u32(64))),
+                  "MLA needs value_length 64 <= key_length 48");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.rope.dimension_count", V::u32(48))),
+                  "rope.dimension_count 48 < key_length");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.leading_dense_block_count", V::u32(3))),
+                  "deepseek2.leading_dense_block_count = 3 is out of range [0, 2]");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.expert_gating_func", V::u32(7))),
+                  "expert_gating_func = 7 is not 1 (softmax) or 2 (sigmoid)");
+  EXPECT_CONTAINS(arch_error(mla()
+                                 .set("deepseek2.expert_count", V::u32(8))
+                                 .set("deepseek2.expert_used_count", V::u32(2))
+                                 .set("deepseek2.expert_gating_func", V::u32(2))),
+                  "sigmoid router (expert_gating_func 2) is not supported");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.expert_weights_scale", V::f32(-2))),
+                  "deepseek2.expert_weights_scale = -2 is out of range");
+  EXPECT_CONTAINS(arch_error(mla().set("deepseek2.attention.kv_lora_rank", V::u32(0))),
+                  "deepseek2.attention.kv_lora_rank = 0 is out of range");
+  // Only MLA models may have values narrower than keys.
+  EXPECT_CONTAINS(arch_error(llama_like()
+                                 .set("llama.attention.key_length", V::u32(64))
+                                 .set("llama.attention.value_length", V::u32(32))),
+                  "attention.value_length 32 != key_length 64 (only MLA models have that)");
+  EXPECT_CONTAINS(arch_error(llama_like().set("llama.attention.q_lora_rank", V::u32(16))),
+                  "attention.q_lora_rank is set but kv_lora_rank is not");
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 //           l3), then the tail keys in order
 //   V_jd is read as float (q8_0: float(q) * d, ggml's dequantize_row_q8_0); round() rounds to the
 //   cache type (f16, bf16; f32 and q8_0 keep the float).
+//   (a sliding window starts the keys at j0 = max(0, p - window + 1), the online walk's first
+//   block at j0; a softcap c makes each s_j c * tanh(s_j / c), in float)
 //   exact:  M = max_j s_j;  e_j = softmax_exp(s_j - M);  L = Σe over all keys
 //           p'_j = round(e_j * float(1 / L));  out_d = fma over j in order: acc_d = fma(p'_j,
 //           V_jd, acc_d)
@@ -171,7 +173,8 @@ void attention_item(const AttentionItem& item, const KvLayerView& kv,
       load_row(kv, kbase + row_of(j), kv_row.data());
       dot = dot8(qr.data(), kv_row.data(), head_dim);
     }
-    return dot * params.scale;
+    const float s = dot * params.scale;
+    return params.softcap > 0 ? params.softcap * std::tanh(s / params.softcap) : s;
   };
   // acc_d = fma(round(p[i]), V_{j0 + i, d}, acc_d) for i < count in order.
   const auto add_values = [&](int64_t j0, int64_t count, const float* p) {
@@ -185,7 +188,9 @@ void attention_item(const AttentionItem& item, const KvLayerView& kv,
   };
   for (int64_t t = 0; t < item.num_tokens; ++t) {
     const int64_t n = static_cast<int64_t>(item.positions[t]) + 1;
-    scores.resize(static_cast<size_t>(params.online_softmax ? bs : n));
+    // Keys [j0, n): the whole causal context, or the sliding window's last `window` positions.
+    const int64_t j0 = params.window > 0 ? std::max<int64_t>(0, n - params.window) : 0;
+    scores.resize(static_cast<size_t>(params.online_softmax ? bs : n - j0));
     for (int64_t g = 0; g < group; ++g) {
       const int64_t row = t * params.n_heads + item.kv_head * group + g;
       const float* q = item.q + row * head_dim;
@@ -199,21 +204,22 @@ void attention_item(const AttentionItem& item, const KvLayerView& kv,
       float inv = 1;
       if (!params.online_softmax) {
         float max = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) {
-          scores[static_cast<size_t>(j)] = score(j);
-          max = std::max(max, scores[static_cast<size_t>(j)]);
+        for (int64_t j = j0; j < n; ++j) {
+          scores[static_cast<size_t>(j - j0)] = score(j);
+          max = std::max(max, scores[static_cast<size_t>(j - j0)]);
         }
         for (float& x : scores)
           x = softmax_exp(x - max);
-        const auto scale = static_cast<float>(1.0 / lane_sum(scores.data(), n));
+        const auto scale = static_cast<float>(1.0 / lane_sum(scores.data(), n - j0));
         for (float& x : scores)
           x = x * scale;
-        add_values(0, n, scores.data());
+        add_values(j0, n - j0, scores.data());
       } else {
         float max = -INFINITY;
         double sum = 0;
-        for (int64_t start = 0; start < n; start += bs) {
-          const int64_t count = std::min(bs, n - start);
+        // Block by block from j0 (the first step ends at j0's block boundary).
+        for (int64_t start = j0; start < n; start = (start / bs + 1) * bs) {
+          const int64_t count = std::min((start / bs + 1) * bs, n) - start;
           float block_max = max;
           for (int64_t i = 0; i < count; ++i) {
             scores[static_cast<size_t>(i)] = score(start + i);

@@ -1,4 +1,5 @@
-// Reference element-wise ops: SwiGLU's silu(gate) · up (silu from softmax_exp.h), max-subtracted
+// Reference element-wise ops: SwiGLU's silu(gate) · up (silu from softmax_exp.h), GeGLU's
+// tanh-form gelu(gate) · up, soft-capping, max-subtracted
 // softmax (sum in double, as ggml), in-place addition, and the bandwidth probe's sum.
 #include <cmath>
 #include <limits>
@@ -12,6 +13,22 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     out[i] = silu(gate[i]) * up[i];
   }
+}
+
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  constexpr float kCubic = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCubic * x * x)));
+    out[i] = g * up[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = cap * std::tanh(x[i] * inv);
 }
 
 void softmax(float* x, int64_t rows, int64_t dim) {

@@ -30,6 +30,8 @@ void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, fl
 void rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
           const int32_t* positions, const RopeParams& params);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
+void softcap(float* x, int64_t n, float cap);
 void softmax(float* x, int64_t rows, int64_t dim);
 void add_inplace(float* y, const float* x, int64_t n);
 // The sum of p[0, n) mod 2^64 (the bandwidth probe's read loop).
