@@ -9,14 +9,14 @@ namespace pagoda::server {
 
 namespace http = boost::beast::http;
 
-namespace {
-
-std::string lower_copy(std::string_view s) {
+std::string ascii_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
+
+namespace {
 
 // The transfer codings of every Transfer-Encoding field, in order, lower-case ("" for an empty
 // list element is dropped, as RFC 9110 §5.6.1 allows).
@@ -34,7 +34,7 @@ std::vector<std::string> transfer_codings(const http::request_parser<http::strin
         item.remove_prefix(1);
       while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
         item.remove_suffix(1);
-      if (!item.empty()) out.push_back(lower_copy(item));
+      if (!item.empty()) out.push_back(ascii_lower(item));
       start = end + 1;
     }
   }

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -21,5 +23,8 @@ namespace pagoda::server {
 // before chunked, which we do not decode); the connection must then be closed.
 std::optional<ApiError> check_framing(
     const boost::beast::http::request_parser<boost::beast::http::string_body>& parser);
+
+// `s` in ASCII lower case (header values and tokens compare case-insensitively).
+std::string ascii_lower(std::string_view s);
 
 }  // namespace pagoda::server

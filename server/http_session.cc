@@ -167,17 +167,6 @@ void HttpSession::parse_input() {
   }
 }
 
-namespace {
-
-std::string lower_copy(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
 void HttpSession::on_header() {
   header_checked_ = true;
   const auto& h = parser_->get();
@@ -192,7 +181,7 @@ void HttpSession::on_header() {
   head_.http10 = http10_;
   // The absolute form (RFC 9112 §3.2.2): "http://host/path?q"; its authority replaces Host.
   std::string_view target = head_.target;
-  const std::string scheme = lower_copy(target.substr(0, 8));
+  const std::string scheme = ascii_lower(target.substr(0, 8));
   std::optional<std::string> authority;
   for (std::string_view prefix : {"http://", "https://"}) {
     if (scheme.compare(0, prefix.size(), prefix) == 0) {
@@ -235,7 +224,7 @@ void HttpSession::on_header() {
   cors_allow_origin_ = head_.cors_allow_origin;
   // Expect (RFC 9110 §10.1.1): the header passed every check, so the body is wanted.
   if (auto it = h.find(http::field::expect); it != h.end()) {
-    if (lower_copy(it->value()) != "100-continue") {
+    if (ascii_lower(it->value()) != "100-continue") {
       ApiError e = bad_request("Only 'Expect: 100-continue' is supported");
       e.status = 417;
       e.code = "expectation_failed";

@@ -118,14 +118,7 @@ bool consumed_kind(Kw kind, uint8_t consumed) {
 
 Result<uint8_t> type_bit(const Json& name, const std::string& pointer) {
   if (name.is_string()) {
-    const auto& s = name.get_ref<const std::string&>();
-    if (s == "null") return kNull;
-    if (s == "boolean") return kBool;
-    if (s == "object") return kObject;
-    if (s == "array") return kArray;
-    if (s == "string") return kString;
-    if (s == "integer") return kInteger;
-    if (s == "number") return static_cast<uint8_t>(kInteger | kFraction);
+    if (auto bit = type_name_bit(name.get_ref<const std::string&>())) return *bit;
   }
   return invalid_argument("json_schema: 'type' at {} names no JSON Schema type ({})",
                           display_pointer(pointer), shorten(name.dump()));
@@ -215,6 +208,17 @@ std::optional<Kw> keyword_kind(std::string_view k) {
 
 std::string shorten(std::string_view s) {
   return s.size() <= 64 ? std::string(s) : std::string(s.substr(0, 64)) + "...";
+}
+
+std::optional<uint8_t> type_name_bit(std::string_view name) {
+  if (name == "null") return kNull;
+  if (name == "boolean") return kBool;
+  if (name == "object") return kObject;
+  if (name == "array") return kArray;
+  if (name == "string") return kString;
+  if (name == "integer") return kInteger;
+  if (name == "number") return static_cast<uint8_t>(kInteger | kFraction);
+  return std::nullopt;
 }
 
 uint8_t value_type_bit(const Json& v) {

@@ -178,6 +178,8 @@ std::optional<Kw> keyword_kind(std::string_view keyword);
 inline constexpr uint8_t kNull = 1, kBool = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32,
                          kFraction = 64, kAllTypes = 127;
 
+// The type bits of a JSON Schema type name ("number": kInteger | kFraction); nullopt if unknown.
+std::optional<uint8_t> type_name_bit(std::string_view name);
 // The type bit of a JSON value (an integral float is an integer, as JSON Schema has it).
 uint8_t value_type_bit(const Json& v);
 // JSON equality as JSON Schema defines it: objects regardless of key order, numbers by value.

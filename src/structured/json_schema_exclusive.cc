@@ -117,26 +117,17 @@ Summary join(const std::vector<Summary>& parts) {
   return out;
 }
 
+// The compiler refuses a type it does not know; stay unconstrained here.
 uint8_t type_bits(const Json& type) {
-  uint8_t bits = 0;
   const auto one = [](const Json& t) -> uint8_t {
-    if (!t.is_string()) return kAllTypes;  // the compiler refuses it; stay unconstrained here
-    const auto& s = t.get_ref<const std::string&>();
-    if (s == "null") return kNull;
-    if (s == "boolean") return kBool;
-    if (s == "object") return kObject;
-    if (s == "array") return kArray;
-    if (s == "string") return kString;
-    if (s == "integer") return kInteger;
-    if (s == "number") return kInteger | kFraction;
-    return kAllTypes;
+    if (!t.is_string()) return kAllTypes;
+    return type_name_bit(t.get_ref<const std::string&>()).value_or(kAllTypes);
   };
-  if (type.is_array()) {
-    for (const Json& t : type)
-      bits |= one(t);
-    return bits;
-  }
-  return one(type);
+  if (!type.is_array()) return one(type);
+  uint8_t bits = 0;
+  for (const Json& t : type)
+    bits |= one(t);
+  return bits;
 }
 
 Summary summarize(const Json& node, const RefResolver& resolve, int depth) {
