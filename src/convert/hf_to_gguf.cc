@@ -239,6 +239,10 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     }
   }
   w.set(a + "attention.layer_norm_rms_epsilon", GgufWriteValue::f32(c.rms_norm_eps));
+  if (c.sliding_window > 0) {  // only set for the architectures that apply it (phi3)
+    w.set(a + "attention.sliding_window",
+          GgufWriteValue::u32(static_cast<uint32_t>(c.sliding_window)));
+  }
   w.set(a + "vocab_size", GgufWriteValue::u32(static_cast<uint32_t>(c.vocab_size)));
   if (c.num_experts > 0) {
     w.set(a + "expert_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_experts)));

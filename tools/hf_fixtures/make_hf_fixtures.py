@@ -11,6 +11,8 @@ Writes under DIR:
   from-gguf/qwen2-f32   qwen2-Q8_0.gguf dequantised to F32, byte-level BPE tokenizer.json;
   from-gguf/moe-f16     moe-Q8_0.gguf dequantised to F16 in Mixtral's layout (one tensor per
                         expert, block_sparse_moe.*);
+  from-gguf/phi3-f32    arch/phi3-Q8_0.gguf dequantised to F32 in Phi-3's layout (qkv_proj and
+                        gate_up_proj fused, sliding_window 2047);
                         each from-gguf dir also has reference.json (float64 PyTorch logits of the
                         first prompt tokens of the fixture's llama.cpp reference, as below);
   tokenizers/NAME       tokenizer.json + tokenizer_config.json for the tokenizer fixture vocabs
@@ -294,6 +296,7 @@ def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=No
     n_kv = kv.get(f"{arch}.attention.head_count_kv", n_head)
     n_experts = kv.get(f"{arch}.expert_count", 0)
     permute = arch == "llama"
+    fused = arch == "phi3"  # Phi-3: qkv_proj and gate_up_proj, as GGUF's attn_qkv and ffn_up
     tensors = {}
 
     def put(name, arr, one_d=False):
@@ -308,13 +311,16 @@ def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=No
         p, b = f"model.layers.{i}.", f"blk.{i}."
         put(p + "input_layernorm.weight", g.tensor_array(b + "attn_norm.weight"), True)
         put(p + "post_attention_layernorm.weight", g.tensor_array(b + "ffn_norm.weight"), True)
-        q = g.tensor_array(b + "attn_q.weight")
-        k = g.tensor_array(b + "attn_k.weight")
-        if permute:
-            q, k = unpermute(q, n_head), unpermute(k, n_kv)
-        put(p + "self_attn.q_proj.weight", q)
-        put(p + "self_attn.k_proj.weight", k)
-        put(p + "self_attn.v_proj.weight", g.tensor_array(b + "attn_v.weight"))
+        if fused:
+            put(p + "self_attn.qkv_proj.weight", g.tensor_array(b + "attn_qkv.weight"))
+        else:
+            q = g.tensor_array(b + "attn_q.weight")
+            k = g.tensor_array(b + "attn_k.weight")
+            if permute:
+                q, k = unpermute(q, n_head), unpermute(k, n_kv)
+            put(p + "self_attn.q_proj.weight", q)
+            put(p + "self_attn.k_proj.weight", k)
+            put(p + "self_attn.v_proj.weight", g.tensor_array(b + "attn_v.weight"))
         put(p + "self_attn.o_proj.weight", g.tensor_array(b + "attn_output.weight"))
         for bias in ("q", "k", "v"):
             if b + f"attn_{bias}.bias" in g.tensors:
@@ -327,6 +333,9 @@ def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=No
             for e in range(n_experts):
                 for w, arr in stacks.items():
                     put(p + f"block_sparse_moe.experts.{e}.{w}.weight", arr[e])
+        elif fused:
+            put(p + "mlp.gate_up_proj.weight", g.tensor_array(b + "ffn_up.weight"))
+            put(p + "mlp.down_proj.weight", g.tensor_array(b + "ffn_down.weight"))
         else:
             put(p + "mlp.gate_proj.weight", g.tensor_array(b + "ffn_gate.weight"))
             put(p + "mlp.up_proj.weight", g.tensor_array(b + "ffn_up.weight"))
@@ -338,7 +347,7 @@ def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=No
     config = {
         "architectures": [hf_arch],
         "model_type": {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2",
-                       "MixtralForCausalLM": "mixtral"}[hf_arch],
+                       "MixtralForCausalLM": "mixtral", "Phi3ForCausalLM": "phi3"}[hf_arch],
         "hidden_size": kv[f"{arch}.embedding_length"],
         "intermediate_size": kv[f"{arch}.feed_forward_length"],
         "num_hidden_layers": n_layers,
@@ -361,6 +370,8 @@ def hf_from_gguf(g, out_dir, weight_dtype, num_shards, hf_arch, chat_template=No
     if hf_arch == "Qwen2ForCausalLM":
         config["use_sliding_window"] = False
         config["sliding_window"] = 4096
+    if hf_arch == "Phi3ForCausalLM":
+        config["sliding_window"] = kv.get(f"{arch}.attention.sliding_window")
     write_json(os.path.join(out_dir, "config.json"), config)
     write_json(os.path.join(out_dir, "generation_config.json"),
                {"bos_token_id": config["bos_token_id"], "eos_token_id": config["eos_token_id"],
@@ -462,8 +473,9 @@ def apply_rope(x, positions, cfg):
 
 
 def reference_forward(cfg, W, tokens):
-    """float64 logits [T, vocab] of a Llama/Mistral/Qwen2/Mixtral decoder."""
+    """float64 logits [T, vocab] of a Llama/Mistral/Qwen2/Mixtral/Phi-3 decoder."""
     T = len(tokens)
+    assert T <= (cfg.get("sliding_window") or T), "the reference has no sliding window"
     H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
     x = W["model.embed_tokens.weight"][torch.tensor(tokens)]
@@ -473,7 +485,12 @@ def reference_forward(cfg, W, tokens):
         p = f"model.layers.{i}."
         h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
 
+        qkv = W.get(p + "self_attn.qkv_proj.weight")  # Phi-3: q, k, v rows fused
+
         def proj(name):
+            if qkv is not None:
+                start = {"q": 0, "k": H * D, "v": (H + KV) * D}[name]
+                return h @ qkv[start:start + (H if name == "q" else KV) * D].T
             y = h @ W[p + f"self_attn.{name}_proj.weight"].T
             bias = W.get(p + f"self_attn.{name}_proj.bias")
             return y if bias is None else y + bias
@@ -500,6 +517,10 @@ def reference_forward(cfg, W, tokens):
                     u = h[t] @ W[ep + "w3.weight"].T
                     out[t] += w * ((g * u) @ W[ep + "w2.weight"].T)
             x = x + out
+        elif p + "mlp.gate_up_proj.weight" in W:  # Phi-3: gate rows, then up rows
+            gu = h @ W[p + "mlp.gate_up_proj.weight"].T
+            g, u = gu.chunk(2, dim=-1)
+            x = x + (torch.nn.functional.silu(g) * u) @ W[p + "mlp.down_proj.weight"].T
         else:
             g = torch.nn.functional.silu(h @ W[p + "mlp.gate_proj.weight"].T)
             u = h @ W[p + "mlp.up_proj.weight"].T
@@ -682,9 +703,9 @@ def main():
     os.makedirs(out)
     models = os.path.join(fx, "models")
 
-    def prompt_tokens(name, n=10):
+    def prompt_tokens(name, n=10, folder="reference"):
         """The first n prompt tokens of a llama.cpp reference (tokens real text gives)."""
-        with open(os.path.join(models, "reference", name + ".p1.json"), encoding="utf-8") as f:
+        with open(os.path.join(models, folder, name + ".p1.json"), encoding="utf-8") as f:
             return json.load(f)["prompt_tokens"][:n]
 
     llama = gguf_reader.GgufFile(os.path.join(models, "llama-F16.gguf"))
@@ -696,6 +717,9 @@ def main():
     moe = gguf_reader.GgufFile(os.path.join(models, "moe-Q8_0.gguf"))
     hf_from_gguf(moe, os.path.join(out, "from-gguf/moe-f16"), "F16", 1, "MixtralForCausalLM",
                  ref_tokens=prompt_tokens("moe-Q8_0"))
+    phi3 = gguf_reader.GgufFile(os.path.join(models, "arch", "phi3-Q8_0.gguf"))
+    hf_from_gguf(phi3, os.path.join(out, "from-gguf/phi3-f32"), "F32", 1, "Phi3ForCausalLM",
+                 ref_tokens=prompt_tokens("phi3-Q8_0", folder="arch/reference"))
 
     for name in ("llama-spm", "gpt-2"):
         g = gguf_reader.GgufFile(os.path.join(fx, f"tokenizer/ggml-vocab-{name}.gguf"))

@@ -29,6 +29,7 @@ constexpr ArchMap kArchMaps[] = {
     {"MistralForCausalLM", "mistral", "llama", false},
     {"MixtralForCausalLM", "mixtral", "llama", true},
     {"Qwen2ForCausalLM", "qwen2", "qwen2", false},
+    {"Phi3ForCausalLM", "phi3", "phi3", false},
 };
 
 Result<int32_t> required_count(const std::optional<int64_t>& v, std::string_view field,
@@ -183,6 +184,8 @@ std::optional<std::string> gguf_name_of(std::string_view name, bool* skip, int32
       {"self_attn.k_proj.bias", "attn_k.bias"},
       {"self_attn.v_proj.bias", "attn_v.bias"},
       {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // Phi-3: q, k, v rows fused
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},      // Phi-3: gate rows, then up rows
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
@@ -246,7 +249,7 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
         hf.architectures.empty() ? "model_type " + hf.model_type : hf.architectures.front();
     return unimplemented(
         "config.json: architecture {} is not supported (LlamaForCausalLM, MistralForCausalLM, "
-        "MixtralForCausalLM, Qwen2ForCausalLM are)",
+        "MixtralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM are)",
         got.empty() ? "(none)" : got);
   }
   if (architecture != nullptr) *architecture = std::string(map->hf);
@@ -311,8 +314,15 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
         c.num_experts_used,
         required_count(hf.num_experts_per_tok, "num_experts_per_tok", L::kMaxExperts));
   }
-  if (hf.sliding_window && *hf.sliding_window > 0 && *hf.sliding_window < c.context_length &&
-      (map->arch == "llama" || hf.use_sliding_window.value_or(false))) {
+  if (map->arch == "phi3" && hf.sliding_window && *hf.sliding_window > 0) {
+    // Phi-3's window applies to every layer (configure_phi3), as in llama.cpp.
+    if (*hf.sliding_window > L::kMaxContext) {
+      return invalid_argument("config.json: sliding_window {} is out of range [1, {}]",
+                              *hf.sliding_window, L::kMaxContext);
+    }
+    c.sliding_window = static_cast<int32_t>(*hf.sliding_window);
+  } else if (hf.sliding_window && *hf.sliding_window > 0 && *hf.sliding_window < c.context_length &&
+             (map->arch == "llama" || hf.use_sliding_window.value_or(false))) {
     PAGODA_LOG_WARN(
         "config.json: sliding_window {} is not applied (full attention, as llama.cpp "
         "does); outputs beyond {} tokens of context differ from the reference",

@@ -100,7 +100,8 @@ fs::path hf_fixtures(std::string* why) {
 
 struct FromGgufCase {
   const char* dir;        // under hf_fixtures/from-gguf
-  const char* reference;  // models/reference/<name>.p1.json / .p2.json; null: not comparable
+  const char* reference;  // models/reference/<name>.p1.json / .p2.json (arch/<name>: under
+                          // models/arch/reference); null: not comparable
   double tolerance;
   double required_argmax;
 };
@@ -115,6 +116,7 @@ const FromGgufCase kFromGguf[] = {
     {"llama-f16", "llama-F16", 0.02, 0.90},
     {"qwen2-f32", "qwen2-Q8_0", 0.25, 0.0},
     {"moe-f16", nullptr, 0, 0},
+    {"phi3-f32", "arch/phi3-Q8_0", 0.25, 0.0},
 };
 
 // Both prompts of a reference (directories), or only the first (converted files, to keep the
@@ -126,7 +128,10 @@ void check_against_reference(const std::string& model_path, const std::string& r
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   for (const char* part : {".p1.json", ".p2.json"}) {
     if (!both_prompts && std::string_view(part) == ".p2.json") break;
-    const fs::path ref_path = testing::fixture("models/reference/" + reference + part);
+    // "arch/NAME": models/arch/reference/NAME (the architectures beyond llama/qwen2/moe).
+    const fs::path ref_path = testing::fixture(
+        reference.starts_with("arch/") ? "models/arch/reference/" + reference.substr(5) + part
+                                       : "models/reference/" + reference + part);
     if (!fs::exists(ref_path)) continue;
     const nlohmann::json ref = read_json(ref_path);
     ASSERT_EQ(ref["n_vocab"].get<int32_t>(), loaded->model->config().vocab_size);
@@ -449,6 +454,7 @@ const QuantCase kQuantCases[] = {
     {"llama-f16", "Q4_K_M", "llama-Q4_K_M", nullptr, "llama-F16", 0},
     {"qwen2-f32", "Q8_0", "qwen2-Q8_0", "qwen2-Q8_0", nullptr, 0.90},
     {"moe-f16", "Q8_0", "moe-Q8_0", "moe-Q8_0", nullptr, 0.85},
+    {"phi3-f32", "Q8_0", "arch/phi3-Q8_0", "arch/phi3-Q8_0", nullptr, 0.90},
 };
 
 INSTANTIATE_TEST_SUITE_P(Types, HfConvertQuantTest, ::testing::ValuesIn(kQuantCases),
