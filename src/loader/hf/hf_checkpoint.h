@@ -13,11 +13,14 @@
 //   model.layers.N.block_sparse_moe.gate.weight      blk.N.ffn_gate_inp.weight      (Mixtral)
 //   model.layers.N.block_sparse_moe.experts.E.{w1,w3,w2}.weight
 //                                                    blk.N.ffn_{gate,up,down}.E.weight
+//   model.layers.N.self_attn.qkv_proj.weight         blk.N.attn_qkv.weight          (Phi-3)
+//   model.layers.N.mlp.gate_up_proj.weight           blk.N.ffn_up.weight            (Phi-3)
 //   (rotary_emb.inv_freq buffers are skipped; any other name is unimplemented.)
 //
 // Architectures: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM → "llama";
-// Qwen2ForCausalLM → "qwen2". Both run rotate-half (NEOX) RoPE on the weights as stored (HF
-// q/k rows are not permuted the way llama GGUF files are). rope_scaling linear → freq scale;
+// Qwen2ForCausalLM → "qwen2"; Phi3ForCausalLM → "phi3" (its sliding_window on every layer).
+// All run rotate-half (NEOX) RoPE on the weights as stored (HF q/k rows are not permuted the
+// way llama GGUF files are). rope_scaling linear → freq scale;
 // llama3 → per-dimension factors computed like llama.cpp's converter and exposed as a
 // synthetic "rope_freqs.weight" tensor; other scaling types are unimplemented.
 #pragma once

@@ -61,6 +61,36 @@ TEST(HfModelConfigTest, MapsArchitectures) {
   EXPECT_FLOAT_EQ(mc->rope_freq_scale, 0.25f);
 }
 
+// Phi-3: fused projections (tensor names below), its sliding window on every layer (bounded).
+TEST(HfModelConfigTest, Phi3SlidingWindow) {
+  const std::string base = R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 256,
+      "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 32064,
+      "hidden_act": "silu", )";
+  auto p = parse_hf_config(base + R"("sliding_window": 2047})");
+  ASSERT_TRUE(p.ok());
+  std::string arch;
+  auto c = model_config_from_hf(*p, &arch);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(arch, "Phi3ForCausalLM");
+  EXPECT_EQ(c->arch, "phi3");
+  EXPECT_TRUE(c->fused_qkv);
+  EXPECT_TRUE(c->fused_gate_up);
+  EXPECT_EQ(c->sliding_window, 2047);
+  EXPECT_EQ(c->layer_window(0), 2047);
+  EXPECT_EQ(c->layer_window(1), 2047);
+  auto none = parse_hf_config(base + R"("sliding_window": null})");
+  ASSERT_TRUE(none.ok());
+  auto nc = model_config_from_hf(*none, nullptr);
+  ASSERT_TRUE(nc.ok()) << nc.status().to_string();
+  EXPECT_EQ(nc->layer_window(0), 0);  // Phi-4: no window
+  auto huge = parse_hf_config(base + R"("sliding_window": 99999999999})");
+  ASSERT_TRUE(huge.ok());
+  auto hc = model_config_from_hf(*huge, nullptr);
+  ASSERT_FALSE(hc.ok());
+  EXPECT_NE(hc.status().message().find("sliding_window"), std::string::npos);
+}
+
 TEST(HfModelConfigTest, YarnScaling) {
   std::string text = kLlama;
   text.replace(text.find("\"rope_scaling\": null"), 20,
@@ -146,6 +176,8 @@ TEST(HfModelConfigTest, TensorNames) {
   EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w3.weight"), "blk.1.ffn_up.7.weight");
   EXPECT_EQ(name("model.layers.1.block_sparse_moe.experts.7.w2.weight"), "blk.1.ffn_down.7.weight");
   EXPECT_EQ(name("model.layers.0.self_attn.rotary_emb.inv_freq"), "<skip>");
+  EXPECT_EQ(name("model.layers.2.self_attn.qkv_proj.weight"), "blk.2.attn_qkv.weight");
+  EXPECT_EQ(name("model.layers.2.mlp.gate_up_proj.weight"), "blk.2.ffn_up.weight");
   for (const char* bad : {"model.layers.01.mlp.up_proj.weight", "model.layers.x.mlp.up_proj.weight",
                           "model.layers.1.mlp.up_proj", "model.layers.1.self_attn.q_norm.weight",
                           "model.layers.99999999.mlp.up_proj.weight",
