@@ -69,9 +69,8 @@ class EngineImpl final : public Engine {
       // The constraint is checked here (every keyword: a constraint we cannot enforce is refused
       // with the reason) and compiled in the background while the prompt is computed: the
       // request's first sample waits for it, the runner then finds it cached.
-      PAGODA_RETURN_IF_ERROR(structured::build_grammar(request.sampling.structured).take_status());
-      std::shared_future<structured::CompileResult> compiled =
-          grammars_->compile_async(request.sampling.structured);
+      PAGODA_ASSIGN_OR_RETURN(std::shared_future<structured::CompileResult> compiled,
+                              grammars_->compile_async(request.sampling.structured));
       if (compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         if (!compiled.get().ok()) return compiled.get().status();
       } else {

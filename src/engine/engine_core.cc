@@ -270,14 +270,12 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
 // A preemption happens only when the KV cache has no free block for a running request's next
 // tokens (reason kv_cache_full): the victim's blocks are freed and it is recomputed later.
 void EngineCore::log_preemption(RequestId id) const {
-  for (const auto& [request_id, group] : groups_) {
-    if (std::find(group->live.begin(), group->live.end(), id) == group->live.end()) continue;
-    PAGODA_LOG_INFO(
-        "preempted request '{}' (sequence {}, reason: kv_cache_full): its KV blocks are freed and "
-        "it will be recomputed",
-        request_id, id);
-    return;
-  }
+  const auto it = sequences_.find(id);
+  if (it == sequences_.end()) return;
+  PAGODA_LOG_INFO(
+      "preempted request '{}' (sequence {}, reason: kv_cache_full): its KV blocks are freed and "
+      "it will be recomputed",
+      it->second.group->request_id, id);
 }
 
 void EngineCore::apply_aborts(std::vector<Delivery>& out) {
@@ -309,22 +307,23 @@ void EngineCore::emit(Group& group, RequestOutput output, std::vector<Delivery>&
 void EngineCore::abort_group(Group& group, FinishReason reason, const std::string& error,
                              std::vector<Delivery>& out, StatusCode error_code) {
   const Clock::time_point now = Clock::now();
+  const auto finish = [&](SequenceOutputState& state) {
+    RequestOutput final_output = state.finish_without_event(reason, now, error);
+    if (reason == FinishReason::kError) final_output.error_code = error_code;
+    emit(group, std::move(final_output), out);
+  };
   for (const RequestId id : group.live) {
     if (reason == FinishReason::kAbort) (void)scheduler_.abort(id);
     const auto it = sequences_.find(id);
     PAGODA_CHECK(it != sequences_.end());
-    RequestOutput final_output = it->second.state->finish_without_event(reason, now, error);
-    if (reason == FinishReason::kError) final_output.error_code = error_code;
-    emit(group, std::move(final_output), out);
+    finish(*it->second.state);
     sequences_.erase(it);
   }
   group.live.clear();
   if (!group.forked) {
     for (int32_t i = 1; i < group.n; ++i) {
       SequenceOutputState unborn(tokenizer_, group.options, i, group.arrival);
-      RequestOutput final_output = unborn.finish_without_event(reason, now, error);
-      if (reason == FinishReason::kError) final_output.error_code = error_code;
-      emit(group, std::move(final_output), out);
+      finish(unborn);
     }
   }
   PAGODA_CHECK(group.num_finished == group.n);

@@ -83,8 +83,7 @@ size_t GrammarCache::size() const {
   return lru_.size();
 }
 
-CompileResult GrammarCache::compile(const StructuredOutputs& spec) const {
-  PAGODA_ASSIGN_OR_RETURN(Grammar grammar, build_grammar(spec));
+CompileResult GrammarCache::compile(const Grammar& grammar) const {
   PAGODA_ASSIGN_OR_RETURN(std::shared_ptr<CompiledGrammar> compiled,
                           CompiledGrammar::compile(grammar, tokens_));
   return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
@@ -129,15 +128,26 @@ CompileResult GrammarCache::get(const StructuredOutputs& spec) {
   auto [promise, serial] = insert_pending(k);
   lock.unlock();
   // Compile outside the lock: other requests' lookups go on meanwhile.
-  CompileResult result = compile(spec);
+  Result<Grammar> grammar = build_grammar(spec);
+  CompileResult result = grammar.ok() ? compile(*grammar) : CompileResult(grammar.status());
   settle(k, serial, promise, result);
   return result;
 }
 
-std::shared_future<CompileResult> GrammarCache::compile_async(const StructuredOutputs& spec) {
+Result<std::shared_future<CompileResult>> GrammarCache::compile_async(
+    const StructuredOutputs& spec) {
   std::string k = key(spec);
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = index_.find(k); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->result;
+    }
+  }
+  // Checked outside the lock (a schema's keywords, a regex's syntax): a refusal queues nothing.
+  PAGODA_ASSIGN_OR_RETURN(Grammar grammar, build_grammar(spec));
   std::lock_guard lock(mutex_);
-  if (const auto it = index_.find(k); it != index_.end()) {
+  if (const auto it = index_.find(k); it != index_.end()) {  // queued meanwhile by another thread
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->result;
   }
@@ -149,7 +159,7 @@ std::shared_future<CompileResult> GrammarCache::compile_async(const StructuredOu
                                   "is shutting down"));
     return result;
   }
-  jobs_.push_back(Job{std::move(k), serial, spec, std::move(promise)});
+  jobs_.push_back(Job{std::move(k), serial, std::move(grammar), std::move(promise)});
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   jobs_cv_.notify_one();
   return result;
@@ -163,7 +173,7 @@ void GrammarCache::worker_loop() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     lock.unlock();
-    CompileResult result = compile(job.spec);
+    CompileResult result = compile(job.grammar);
     settle(job.key, job.serial, job.promise, std::move(result));
     lock.lock();
   }

@@ -3,10 +3,10 @@
 // (a bounded LRU keyed by kind + text + trigger). Thread-safe.
 //
 // Two ways in: get() compiles on the calling thread (or waits for a compile already under way)
-// and returns the grammar; compile_async() queues the compile on the cache's background thread
-// and returns at once with a future, so a request's prompt can be computed while its grammar
-// compiles (the engine gates only the request's first sample on it). Failed compiles are not
-// cached.
+// and returns the grammar; compile_async() checks the constraint on the calling thread
+// (build_grammar, once, only when it is not cached) and queues the rest of the compile on the
+// cache's background thread, so a request's prompt can be computed while its grammar compiles
+// (the engine gates only the request's first sample on it). Failed compiles are not cached.
 #pragma once
 
 #include <condition_variable>
@@ -46,10 +46,11 @@ class GrammarCache {
   // compiling it) waited for.
   CompileResult get(const StructuredOutputs& spec);
 
-  // The compiled constraint as a future: ready at once when cached, else compiled on the
-  // background thread (one compile at a time, in arrival order). Once it is ready, get() for the
-  // same spec returns the same answer without compiling (unless evicted meanwhile).
-  std::shared_future<CompileResult> compile_async(const StructuredOutputs& spec);
+  // The compiled constraint as a future: ready at once when cached; else the spec is checked
+  // here (build_grammar's error is returned, nothing is queued) and its grammar compiled on the
+  // background thread (one compile at a time, in arrival order). Once the future is ready, get()
+  // for the same spec returns the same answer without compiling (unless evicted meanwhile).
+  Result<std::shared_future<CompileResult>> compile_async(const StructuredOutputs& spec);
 
   const std::shared_ptr<const TokenTable>& tokens() const { return tokens_; }
   size_t size() const;  // entries, compiles under way included
@@ -63,12 +64,12 @@ class GrammarCache {
   struct Job {
     std::string key;
     uint64_t serial = 0;
-    StructuredOutputs spec;
+    Grammar grammar;  // built by compile_async
     std::promise<CompileResult> promise;
   };
 
   static std::string key(const StructuredOutputs& spec);
-  CompileResult compile(const StructuredOutputs& spec) const;
+  CompileResult compile(const Grammar& grammar) const;
   // Publishes a finished compile: a failure leaves the cache (it is not kept).
   void settle(const std::string& key, uint64_t serial, std::promise<CompileResult>& promise,
               CompileResult result);

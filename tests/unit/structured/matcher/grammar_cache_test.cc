@@ -42,8 +42,9 @@ bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string&
 
 TEST(GrammarCache, AsyncAndSyncShareOneCompile) {
   GrammarCache cache(ascii_table());
-  std::shared_future<CompileResult> f = cache.compile_async(regex("ab+c"));
-  CompileResult a = f.get();
+  Result<std::shared_future<CompileResult>> f = cache.compile_async(regex("ab+c"));
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  CompileResult a = f->get();
   ASSERT_TRUE(a.ok()) << a.status().to_string();
   CompileResult b = cache.get(regex("ab+c"));
   ASSERT_TRUE(b.ok());
@@ -51,7 +52,7 @@ TEST(GrammarCache, AsyncAndSyncShareOneCompile) {
   EXPECT_TRUE(accepts(*a, "abbbc"));
   EXPECT_FALSE(accepts(*a, "ac"));
   // Cached: compile_async answers at once.
-  EXPECT_EQ(cache.compile_async(regex("ab+c")).wait_for(std::chrono::seconds(0)),
+  EXPECT_EQ(cache.compile_async(regex("ab+c"))->wait_for(std::chrono::seconds(0)),
             std::future_status::ready);
   // A trigger makes a different constraint.
   StructuredOutputs triggered = regex("ab+c");
@@ -69,7 +70,7 @@ TEST(GrammarCache, ManyThreadsGetTheSameAnswers) {
     patterns.push_back("x{" + std::to_string(i + 1) + "}[a-z]*");
   std::vector<std::shared_future<CompileResult>> futures;
   for (const std::string& p : patterns)
-    futures.push_back(cache.compile_async(regex(p)));
+    futures.push_back(*cache.compile_async(regex(p)));
   std::vector<std::thread> threads;
   std::vector<const CompiledGrammar*> seen(patterns.size() * 4);
   for (size_t t = 0; t < 4; ++t) {
@@ -97,13 +98,22 @@ TEST(GrammarCache, FailuresReachEveryWaiterAndAreNotCached) {
   // Parses, but no text satisfies it: found only when compiled.
   const StructuredOutputs bad = gbnf("root ::= root \"a\"\n");
   ASSERT_TRUE(build_grammar(bad).ok());
-  std::shared_future<CompileResult> f = cache.compile_async(bad);
-  const CompileResult r = f.get();
+  Result<std::shared_future<CompileResult>> f = cache.compile_async(bad);
+  ASSERT_TRUE(f.ok());  // it parses: the failure comes from the background compile
+  const CompileResult r = f->get();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("no text satisfies it"), std::string::npos);
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_FALSE(cache.get(bad).ok());
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(GrammarCache, AsyncRefusesWhatDoesNotBuildAndQueuesNothing) {
+  GrammarCache cache(ascii_table());
+  Result<std::shared_future<CompileResult>> f = cache.compile_async(regex("a(?=b)"));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(cache.size(), 0u);
 }
 
@@ -124,7 +134,7 @@ TEST(GrammarCache, DestroyedWithCompilesQueuedAnswersEveryFuture) {
   {
     GrammarCache cache(ascii_table());
     for (int i = 0; i < 50; ++i)
-      futures.push_back(cache.compile_async(regex("[a-z]{" + std::to_string(i + 1) + "}")));
+      futures.push_back(*cache.compile_async(regex("[a-z]{" + std::to_string(i + 1) + "}")));
   }
   for (auto& f : futures) {
     ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
