@@ -24,7 +24,8 @@ namespace pagoda::server {
 std::optional<ApiError> check_framing(
     const boost::beast::http::request_parser<boost::beast::http::string_body>& parser);
 
-// `s` in ASCII lower case (header values and tokens compare case-insensitively).
+// `s` in ASCII lower case (header names and values, schemes, hosts and media types compare
+// case-insensitively): the one lower-casing helper of the server.
 std::string ascii_lower(std::string_view s);
 
 }  // namespace pagoda::server

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/generation_job.h"
+#include "server/http_framing.h"
 #include "server/http_session.h"
 #include "server/openai_request.h"
 #include "server/server_state.h"
@@ -77,10 +78,7 @@ int32_t Router::api_key_index(const std::string& authorization) const {
   std::string_view given = authorization;
   if (given.size() < kBearer.size()) return -2;
   // The scheme is case-insensitive (RFC 7235).
-  std::string scheme(given.substr(0, kBearer.size()));
-  for (char& c : scheme)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme != "bearer ") return -2;
+  if (ascii_lower(given.substr(0, kBearer.size())) != "bearer ") return -2;
   given.remove_prefix(kBearer.size());
   int32_t found = -2;
   // Every key is compared (constant time each), whichever matches.
@@ -95,13 +93,6 @@ bool Router::authorized(const std::string& authorization) const {
 }
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "Host[:port]" -> the lower-case host name or address (brackets of an IPv6 literal removed,
 // one trailing dot dropped); nullopt when malformed.
@@ -125,7 +116,7 @@ std::optional<std::string> host_name(std::string_view authority) {
       return std::nullopt;
     }
   }
-  return lower(h);
+  return ascii_lower(h);
 }
 
 bool is_ip_literal(const std::string& host) {
@@ -138,10 +129,6 @@ bool is_wildcard_address(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The media type of a Content-Type value, lower-case, without parameters.
 std::string media_type(std::string_view value) {
   const size_t semi = value.find(';');
@@ -150,7 +137,7 @@ std::string media_type(std::string_view value) {
     t.remove_suffix(1);
   while (!t.empty() && (t.front() == ' ' || t.front() == '\t'))
     t.remove_prefix(1);
-  return lower(t);
+  return ascii_lower(t);
 }
 
 ApiError forbidden(std::string message, std::string code) {
@@ -180,7 +167,7 @@ bool Router::host_allowed(const std::string& authority) const {
   // The defaults: names that resolve to this machine's loopback, the loopback addresses, the
   // bound address. Bound to a wildcard address, any IP literal too: DNS rebinding needs a name
   // the attacker controls, never an address.
-  if (*name == "localhost" || ends_with(*name, ".localhost") || *name == "127.0.0.1" ||
+  if (*name == "localhost" || name->ends_with(".localhost") || *name == "127.0.0.1" ||
       *name == "::1") {
     return true;
   }
@@ -194,13 +181,13 @@ bool Router::host_allowed(const std::string& authority) const {
 bool Router::origin_allowed(const std::string& origin, const std::optional<std::string>& host,
                             bool& cross_origin) const {
   cross_origin = true;
-  const std::string o = lower(origin);
+  const std::string o = ascii_lower(origin);
   for (const std::string& a : state_.config().allowed_origins) {
-    if (a == "*" || lower(a) == o) return true;
+    if (a == "*" || ascii_lower(a) == o) return true;
   }
   for (std::string_view scheme : {"http://", "https://"}) {
     if (o.size() > scheme.size() && o.compare(0, scheme.size(), scheme) == 0 && host &&
-        o.substr(scheme.size()) == lower(*host)) {
+        o.substr(scheme.size()) == ascii_lower(*host)) {
       cross_origin = false;
       return true;
     }
