@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the pinned validators (kubernetes-models, yaml) into tests/deploy/node_modules with
+# `npm ci`, unless the installed tree already matches package-lock.json.
+set -euo pipefail
+cd "$(dirname "$0")"
+if [[ -f node_modules/.package-lock.json && node_modules/.package-lock.json -nt package-lock.json ]] &&
+   [[ -f node_modules/kubernetes-models/package.json && -f node_modules/yaml/package.json ]]; then
+  exit 0
+fi
+npm ci --no-audit --no-fund --loglevel=error
