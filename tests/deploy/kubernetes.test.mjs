@@ -273,6 +273,8 @@ test("Services, PDBs and the HPA select what exists; the HPA metric is the adapt
   const target = get(objects, `Deployment/${hpa.spec.scaleTargetRef.name}`);
   assert.equal(target.spec.template.spec.containers[0].args[0], "serve");
   assert.ok(hpa.spec.minReplicas >= 2, "at least two replicas");
+  // Each `kubectl apply` would reset a replica count in the Deployment, fighting the HPA.
+  assert.equal(target.spec.replicas, undefined, "the HPA's Deployment sets no replicas");
   const [metric] = hpa.spec.metrics;
   const [adapter] = parseAll(path.join(k8sDir, "prometheus-adapter/config.yaml"));
   const rule = adapter.rules.find((r) => r.name.as === metric.pods.metric.name);
