@@ -7,6 +7,8 @@
 //   numpy's F32 values bit for bit (and has the type quant_repack.h promises, where it is fixed);
 // - LogitsMatchDequantisedF32: logits of NAME equal those of NAME.f32 within the quantised
 //   tolerance (our Q4_0/Q5_0/Q8_0 matmuls round activations to 8 bits; F16/F32 ones do not);
+// - CliTakesQuantisedDirs: `pagoda logits -m DIR` runs every case; `pagoda convert` of the GPTQ
+//   4-bit directory to Q4_0 copies the repacked blocks unchanged (attn_v: no q/k permutation);
 // - HostileRefused: corrupt variants (bad bits, missing scales, wrong shapes, g_idx out of range,
 //   garbage quant_state, ...) fail to load with an error naming the problem, without crashing.
 #include <gtest/gtest.h>
@@ -21,6 +23,8 @@
 #include <mutex>
 
 #include "diagnostics/sequence_session.h"
+#include "format/gguf_file.h"
+#include "golden/tools/tools_test_support.h"
 #include "kernels/quant.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/model_loader.h"
@@ -174,6 +178,34 @@ TEST(HfQuantTest, LogitsMatchDequantisedF32) {
     std::printf("[ quant    ] %-26s %-5s worst |dlogit| / std = %.5f\n", name.c_str(),
                 dtype.empty() ? "float" : dtype.c_str(), ratio);
     EXPECT_LE(ratio, block ? kBlockTolerance : kFloatTolerance);
+  }
+}
+
+TEST(HfQuantTest, CliTakesQuantisedDirs) {
+  REQUIRE_QUANT_FIXTURES(dir);
+  const auto m = manifest(dir);
+  for (const auto& c : m["cases"]) {
+    const std::string path = (dir / c["dir"].get<std::string>()).string();
+    auto r = testing::run_pagoda({"logits", "-m", path, "-p", "Hello"});
+    EXPECT_EQ(r.exit_code, 0) << c["name"] << ": " << r.err;
+    EXPECT_NE(r.out.find("\"n_vocab\": 257"), std::string::npos) << r.out.substr(0, 200);
+  }
+  const fs::path gptq = dir / "gptq-4b-g32-sym";
+  const fs::path out = testing::scratch_dir() / "gptq-Q4_0.gguf";
+  auto r = testing::run_pagoda({"convert", gptq.string(), out.string(), "--type", "Q4_0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto file = format::GgufFile::open(out.string());
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto ck = loader::HfCheckpoint::open(gptq.string());
+  ASSERT_TRUE(ck.ok()) << ck.status().to_string();
+  for (const char* name : {"blk.0.attn_v.weight", "blk.1.ffn_down.weight"}) {
+    const format::GgufTensorInfo* g = (*file)->find_tensor(name);
+    const loader::HfTensor* h = (*ck)->find(name);
+    ASSERT_NE(g, nullptr) << name;
+    ASSERT_NE(h, nullptr) << name;
+    EXPECT_EQ(g->dtype, tensor::DType::kQ4_0) << name;
+    ASSERT_EQ(g->size_bytes, h->size_bytes) << name;
+    EXPECT_EQ(std::memcmp(g->data, h->data, h->size_bytes), 0) << name;
   }
 }
 
