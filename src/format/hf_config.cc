@@ -3,101 +3,12 @@
 #include <set>
 
 #include "base/strict_json.h"
+#include "format/json_fields.h"
 
 namespace pagoda::format {
 namespace {
 
 using nlohmann::json;
-
-std::string shorten(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.size() <= 80 ? s : s.substr(0, 80) + "...";
-}
-
-// Typed optional fields of one JSON object; errors name `file` and the field.
-class Fields {
- public:
-  Fields(const json& obj, std::string_view file, std::string prefix = "")
-      : obj_(obj), file_(file), prefix_(std::move(prefix)) {}
-
-  const json* get(std::string_view key) const {
-    auto it = obj_.find(key);
-    if (it == obj_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  Status wrong(std::string_view key, const json& v, std::string_view want) const {
-    return invalid_argument("{}: {}{} is {}, not {}", file_, prefix_, key, shorten(v), want);
-  }
-
-  Status read(std::string_view key, std::optional<int64_t>& out) const {
-    const json* v = get(key);
-    if (v == nullptr) return Status();
-    if (!v->is_number_integer()) return wrong(key, *v, "an integer");
-    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      return wrong(key, *v, "an integer in range");
-    }
-    out = v->get<int64_t>();
-    return Status();
-  }
-  Status read(std::string_view key, std::optional<double>& out) const {
-    const json* v = get(key);
-    if (v == nullptr) return Status();
-    if (!v->is_number()) return wrong(key, *v, "a number");
-    out = v->get<double>();
-    return Status();
-  }
-  Status read(std::string_view key, std::optional<bool>& out) const {
-    const json* v = get(key);
-    if (v == nullptr) return Status();
-    if (!v->is_boolean()) return wrong(key, *v, "true or false");
-    out = v->get<bool>();
-    return Status();
-  }
-  Status read(std::string_view key, std::optional<std::string>& out) const {
-    const json* v = get(key);
-    if (v == nullptr) return Status();
-    if (!v->is_string()) return wrong(key, *v, "a string");
-    out = v->get<std::string>();
-    return Status();
-  }
-  // An integer or a list of integers.
-  Status read(std::string_view key, std::vector<int64_t>& out) const {
-    const json* v = get(key);
-    if (v == nullptr) return Status();
-    if (v->is_number_integer()) {
-      out.push_back(v->get<int64_t>());
-      return Status();
-    }
-    if (!v->is_array()) return wrong(key, *v, "an integer or a list of integers");
-    for (const json& e : *v) {
-      if (!e.is_number_integer()) return wrong(key, *v, "an integer or a list of integers");
-      out.push_back(e.get<int64_t>());
-    }
-    return Status();
-  }
-  // A token: a string, or an AddedToken dict {"content": ...}.
-  Status read_token(std::string_view key, std::optional<std::string>& out) const {
-    const json* v = get(key);
-    if (v == nullptr) return Status();
-    if (v->is_string()) {
-      out = v->get<std::string>();
-      return Status();
-    }
-    if (v->is_object()) {
-      auto it = v->find("content");
-      if (it != v->end() && it->is_string()) {
-        out = it->get<std::string>();
-        return Status();
-      }
-    }
-    return wrong(key, *v, "a string or an AddedToken with a string \"content\"");
-  }
-
- private:
-  const json& obj_;
-  std::string_view file_;
-  std::string prefix_;
-};
 
 Result<json> parse_object(std::string_view text, std::string_view file) {
   PAGODA_ASSIGN_OR_RETURN(json root, parse_strict_json(text, file));

@@ -1,11 +1,13 @@
 #include "loader/hf/hf_checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <unordered_map>
 
 #include "base/log.h"
+#include "loader/hf/quant_repack.h"
 #include "model/arch/arch.h"
 
 namespace pagoda::loader {
@@ -383,6 +385,9 @@ Result<std::unique_ptr<HfCheckpoint>> HfCheckpoint::open(const std::string& dir)
   auto hf = format::parse_hf_config(*text);
   if (!hf.ok()) return with_dir(hf.status());
   ck->hf_config_ = std::move(hf).value();
+  auto quant = format::parse_hf_quant_config(*text);
+  if (!quant.ok()) return with_dir(quant.status());
+  ck->quant_config_ = std::move(quant).value();
   auto config = model_config_from_hf(ck->hf_config_, &ck->architecture_);
   if (!config.ok()) return with_dir(config.status());
   ck->config_ = std::move(config).value();
@@ -438,15 +443,44 @@ Status HfCheckpoint::open_shards() {
   return Status();
 }
 
+int64_t HfCheckpoint::max_matrix_elements() const {
+  const int64_t q = int64_t{config_.num_heads} * config_.head_dim;
+  const int64_t wide = std::max({int64_t{config_.vocab_size}, int64_t{2} * config_.ffn_dim, 3 * q,
+                                 int64_t{config_.hidden_dim}});
+  const int64_t narrow = std::max({int64_t{config_.hidden_dim}, int64_t{config_.ffn_dim}, q});
+  return wide * narrow;  // each below 2^31 (ConfigLimits): no overflow
+}
+
 Status HfCheckpoint::map_tensors() {
   std::unordered_map<std::string, size_t> by_hf_name;
+  std::unordered_map<std::string_view, const format::StTensor*> all_tensors;
+  std::vector<std::string> companions, used;
+  if (quant_config_) {
+    for (const auto& shard : shards_) {
+      for (const format::StTensor& t : shard->tensors())
+        all_tensors.emplace(t.name, &t);
+    }
+  }
+  const StTensorLookup lookup = [&all_tensors](std::string_view name) {
+    auto it = all_tensors.find(name);
+    return it == all_tensors.end() ? nullptr : it->second;
+  };
   for (size_t s = 0; s < shards_.size(); ++s) {
     const format::SafetensorsFile& shard = *shards_[s];
     const std::string file = fs::path(shard.name()).filename().string();
     for (const format::StTensor& t : shard.tensors()) {
       bool skip = false;
       HfTensor out;
-      auto gguf = gguf_name_of(t.name, &skip, &out.layer, &out.expert);
+      std::string quant_prefix;
+      if (quant_config_) {
+        quant_prefix = quantized_linear_prefix(*quant_config_, t);
+        if (quant_prefix.empty() && is_quant_companion(*quant_config_, t.name)) {
+          companions.push_back(t.name);
+          continue;
+        }
+      }
+      const std::string hf_name = quant_prefix.empty() ? t.name : quant_prefix + ".weight";
+      auto gguf = gguf_name_of(hf_name, &skip, &out.layer, &out.expert);
       if (skip) continue;
       if (!gguf) {
         return unimplemented("{}: tensor \"{}\" has no equivalent in pagoda's {} model", file,
@@ -460,25 +494,42 @@ Status HfCheckpoint::map_tensors() {
         return invalid_argument("{}: tensor \"{}\" names expert {} of {}", file, t.name, out.expert,
                                 config_.num_experts);
       }
-      auto dtype = format::SafetensorsFile::compute_dtype(t);
-      if (!dtype.ok()) return dtype.status().with_context(file);
-      if (t.shape.size() > 4) {
-        return unimplemented("{}: tensor \"{}\" has {} dims (at most 4 are supported)", file,
-                             t.name, t.shape.size());
-      }
       out.gguf_name = std::move(*gguf);
-      out.hf_name = t.name;
-      out.dtype = *dtype;
-      out.n_dims = t.shape.empty() ? 1 : static_cast<int32_t>(t.shape.size());
-      for (size_t i = 0; i < t.shape.size(); ++i) {
-        const uint64_t d = t.shape[t.shape.size() - 1 - i];
-        if (d > static_cast<uint64_t>(INT64_MAX)) {
-          return invalid_argument("{}: tensor \"{}\" has dim {}", file, t.name, d);
+      out.hf_name = hf_name;
+      if (!quant_prefix.empty()) {
+        auto repacked = repack_quantized_linear(*quant_config_, quant_prefix, lookup,
+                                                max_matrix_elements(), &used);
+        if (!repacked.ok()) {
+          return repacked.status().with_context(
+              fmt::format("{}: {} weight \"{}\"", file,
+                          format::hf_quant_method_name(quant_config_->method), hf_name));
         }
-        out.dims[i] = static_cast<int64_t>(d);
+        out.dtype = repacked->dtype;
+        out.n_dims = 2;
+        out.dims[0] = repacked->cols;
+        out.dims[1] = repacked->rows;
+        repacked_.push_back(std::move(repacked->bytes));
+        out.data = repacked_.back().data();
+        out.size_bytes = repacked_.back().size();
+      } else {
+        auto dtype = format::SafetensorsFile::compute_dtype(t);
+        if (!dtype.ok()) return dtype.status().with_context(file);
+        if (t.shape.size() > 4) {
+          return unimplemented("{}: tensor \"{}\" has {} dims (at most 4 are supported)", file,
+                               t.name, t.shape.size());
+        }
+        out.dtype = *dtype;
+        out.n_dims = t.shape.empty() ? 1 : static_cast<int32_t>(t.shape.size());
+        for (size_t i = 0; i < t.shape.size(); ++i) {
+          const uint64_t d = t.shape[t.shape.size() - 1 - i];
+          if (d > static_cast<uint64_t>(INT64_MAX)) {
+            return invalid_argument("{}: tensor \"{}\" has dim {}", file, t.name, d);
+          }
+          out.dims[i] = static_cast<int64_t>(d);
+        }
+        out.data = t.data;
+        out.size_bytes = t.size_bytes();
       }
-      out.data = t.data;
-      out.size_bytes = t.size_bytes();
       if (index_) {
         auto it = index_->tensor_to_file.find(t.name);
         if (it == index_->tensor_to_file.end()) {
@@ -494,6 +545,12 @@ Status HfCheckpoint::map_tensors() {
         return invalid_argument("tensor \"{}\" is in more than one file", t.name);
       }
       tensors_.push_back(std::move(out));
+    }
+  }
+  for (const std::string& c : companions) {
+    by_hf_name.emplace(c, SIZE_MAX);
+    if (std::find(used.begin(), used.end(), c) == used.end()) {
+      return invalid_argument("tensor \"{}\" belongs to no quantised weight", c);
     }
   }
   if (index_) {

@@ -23,6 +23,11 @@
 // way llama GGUF files are). rope_scaling linear → freq scale;
 // llama3 → per-dimension factors computed like llama.cpp's converter and exposed as a
 // synthetic "rope_freqs.weight" tensor; other scaling types are unimplemented.
+//
+// Quantised checkpoints (config.json "quantization_config": GPTQ, AWQ, FP8, INT8, NF4): each
+// quantised Linear's tensors (P.qweight + P.qzeros + P.scales + P.g_idx, P.weight +
+// P.weight_scale, ...) are repacked at open into one tensor named after P.weight, owned by the
+// checkpoint, in the exact type quant_repack.h chooses (Q4_0 / Q5_0 / Q8_0 / F16 / BF16 / F32).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,7 @@
 
 #include "base/status.h"
 #include "format/hf_config.h"
+#include "format/hf_quant_config.h"
 #include "format/safetensors.h"
 #include "loader/hf/generation_defaults.h"
 #include "model/model_config.h"
@@ -78,6 +84,8 @@ class HfCheckpoint {
   const std::vector<std::shared_ptr<const format::SafetensorsFile>>& shards() const {
     return shards_;
   }
+  // config.json's quantization_config, when the checkpoint is quantised.
+  const std::optional<format::HfQuantConfig>& quant_config() const { return quant_config_; }
   // rope_scaling "linear" factor (1 when none).
   double rope_linear_factor() const { return rope_linear_factor_; }
 
@@ -85,6 +93,8 @@ class HfCheckpoint {
   HfCheckpoint() = default;
   Status open_shards();
   Status map_tensors();
+  // The largest number of values any Linear of this config can have (bounds repacking).
+  int64_t max_matrix_elements() const;
 
   std::string dir_;
   format::HfConfig hf_config_;
@@ -95,6 +105,8 @@ class HfCheckpoint {
   std::optional<format::HfWeightIndex> index_;
   std::vector<HfTensor> tensors_;
   std::vector<float> rope_freq_factors_;
+  std::optional<format::HfQuantConfig> quant_config_;
+  std::vector<std::vector<uint8_t>> repacked_;  // storage of repacked quantised weights
   double rope_linear_factor_ = 1.0;
 };
 
