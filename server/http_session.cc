@@ -214,6 +214,7 @@ void HttpSession::on_header() {
   if (auto it = h.find(http::field::authorization); it != h.end()) {
     head_.authorization = std::string(it->value());
   }
+  if (auto it = h.find("x-api-key"); it != h.end()) head_.x_api_key = std::string(it->value());
   if (auto cl = parser_->content_length()) head_.content_length = *cl;
   head_.chunked = parser_->chunked();
   head_only_ = head_.method == "HEAD";
@@ -335,7 +336,7 @@ void HttpSession::respond(HttpResponse r) {
 void HttpSession::respond_error(const ApiError& e) {
   HttpResponse r;
   r.status = e.status;
-  r.body = e.body();
+  r.body = e.body(error_shape_for_path(head_.path));
   if (e.retry_after_seconds > 0)
     r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
   if (e.status == 405) r.headers.emplace_back("Allow", "GET, HEAD, POST, OPTIONS");
