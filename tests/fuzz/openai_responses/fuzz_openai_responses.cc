@@ -47,8 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ChoiceResult choice;
   choice.text = body;
   choice.finish_reason = pagoda::FinishReason::kStop;
-  const nlohmann::json r = nlohmann::json::parse(encoder.full_response(choice, UsageTotals{1, 1, 0}),
-                                                 nullptr, false);
+  const nlohmann::json r =
+      nlohmann::json::parse(encoder.full_response(choice, UsageTotals{1, 1, 0}), nullptr, false);
   check(!r.is_discarded() && r["object"] == "response");
   return 0;
 }
