@@ -4,7 +4,46 @@
 
 namespace pagoda::server {
 
-std::string ApiError::body() const {
+ErrorShape error_shape_for_path(std::string_view path) {
+  constexpr std::string_view kMessages = "/v1/messages";
+  if (path.starts_with(kMessages) &&
+      (path.size() == kMessages.size() || path[kMessages.size()] == '/')) {
+    return ErrorShape::kAnthropic;
+  }
+  return ErrorShape::kOpenAI;
+}
+
+namespace {
+
+// Anthropic's error types (docs.anthropic.com "Errors"), by HTTP status.
+const char* anthropic_error_type(int status) {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+}  // namespace
+
+std::string ApiError::body(ErrorShape shape) const {
+  if (shape == ErrorShape::kAnthropic) {
+    nlohmann::json j = {{"type", "error"},
+                        {"error", {{"type", anthropic_error_type(status)}, {"message", message}}}};
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   nlohmann::json err = {{"message", message},
                         {"type", type},
                         {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
@@ -60,7 +99,9 @@ ApiError bad_request(std::string message, std::string param) {
 }
 
 ApiError unauthorized() {
-  return make(401, "Incorrect or missing API key: pass it as 'Authorization: Bearer <key>'",
+  return make(401,
+              "Incorrect or missing API key: pass it as 'Authorization: Bearer <key>' or "
+              "'x-api-key: <key>'",
               "authentication_error", "", "invalid_api_key");
 }
 

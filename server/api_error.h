@@ -5,10 +5,18 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "pagoda/status.h"
 
 namespace pagoda::server {
+
+// The error body's shape: OpenAI's (every route but Anthropic's) or Anthropic's ({"type": "error",
+// "error": {"type", "message"}}, its error types chosen by the HTTP status).
+enum class ErrorShape { kOpenAI, kAnthropic };
+
+// The shape of the errors of a request path: Anthropic's on /v1/messages and below.
+ErrorShape error_shape_for_path(std::string_view path);
 
 struct ApiError {
   int status = 500;
@@ -19,7 +27,7 @@ struct ApiError {
   int32_t retry_after_seconds = 0;  // > 0: a Retry-After header (429, 503)
 
   // {"error": {"message", "type", "param", "code"}}; "code" is a string or null, never a number.
-  std::string body() const;
+  std::string body(ErrorShape shape = ErrorShape::kOpenAI) const;
 };
 
 // The mapping: invalid_argument / out_of_range -> 400, not_found -> 404, resource_exhausted ->

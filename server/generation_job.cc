@@ -30,13 +30,15 @@ Rejection rejection_for(const Status& s) {
 }  // namespace
 
 GenerationJob::GenerationJob(GenerationSpec spec, Engine& engine, ServerState& state,
-                             const std::shared_ptr<HttpSession>& session)
+                             const std::shared_ptr<HttpSession>& session,
+                             std::unique_ptr<ResponseEncoder> encoder)
     : spec_(std::move(spec)),
       engine_(engine),
       state_(state),
       session_(session),
       executor_(session->executor()),
-      queue_timer_(executor_) {
+      queue_timer_(executor_),
+      encoder_(std::move(encoder)) {
   const bool chat = spec_.endpoint == Endpoint::kChat;
   meta_.endpoint = spec_.endpoint;
   meta_.id = make_response_id(chat ? "chatcmpl-" : "cmpl-");
@@ -190,18 +192,7 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
     if (done_) return;
   } else {
     ParsedDelta parts = split_text(c, out);
-    c.text += parts.content;
-    c.reasoning += parts.reasoning;
-    for (ToolCallDelta& d : parts.tool_calls) {
-      if (d.index < 0) continue;
-      if (static_cast<size_t>(d.index) >= c.tool_calls.size()) {
-        c.tool_calls.resize(static_cast<size_t>(d.index) + 1);
-      }
-      ToolCallResult& call = c.tool_calls[static_cast<size_t>(d.index)];
-      if (!d.id.empty()) call.id = std::move(d.id);
-      if (!d.name.empty()) call.name = std::move(d.name);
-      call.arguments += d.arguments;
-    }
+    accumulate(c, parts);
     if (spec_.logprobs) {
       for (TokenLogprobs& lp : out.logprobs)
         c.logprobs.push_back(std::move(lp));
@@ -216,14 +207,37 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
   }
 }
 
+void GenerationJob::accumulate(Choice& c, ParsedDelta& parts) {
+  c.text += parts.content;
+  c.reasoning += parts.reasoning;
+  for (ToolCallDelta& d : parts.tool_calls) {
+    if (d.index < 0) continue;
+    if (static_cast<size_t>(d.index) >= c.tool_calls.size()) {
+      c.tool_calls.resize(static_cast<size_t>(d.index) + 1);
+    }
+    ToolCallResult& call = c.tool_calls[static_cast<size_t>(d.index)];
+    if (!d.id.empty()) call.id = d.id;
+    if (!d.name.empty()) call.name = d.name;
+    call.arguments += d.arguments;
+  }
+}
+
 void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput& out) {
   auto s = session();
   if (!s) return;
+  std::string events;
   if (!stream_started_) {
     stream_started_ = true;
     s->begin_stream();
+    if (encoder_) events += encoder_->stream_begin();
   }
-  std::string events;
+  if (encoder_) {
+    ParsedDelta split = split_text(c, out);
+    events += encoder_->stream_delta(split);
+    accumulate(c, split);  // the closing events repeat the whole answer
+    if (!events.empty()) s->write_stream(std::move(events));
+    return;
+  }
   std::string text;
   if (!c.started) {
     c.started = true;
@@ -291,12 +305,32 @@ UsageTotals totals(const std::vector<RequestUsage>& usage) {
 
 }  // namespace
 
+ChoiceResult GenerationJob::take_result(size_t i) {
+  Choice& c = choices_[i];
+  ChoiceResult r;
+  r.index = static_cast<int32_t>(i);
+  if (spec_.echo) r.text = spec_.prompts[i / static_cast<size_t>(spec_.n)].text;
+  r.text += c.text;
+  r.reasoning = std::move(c.reasoning);
+  r.tool_calls = std::move(c.tool_calls);
+  r.logprobs = std::move(c.logprobs);
+  r.finish_reason = c.finish_reason;
+  r.stop_reason = c.stop_reason;
+  r.stop_token_id = c.stop_token_id;
+  return r;
+}
+
 void GenerationJob::finish_stream() {
   done_ = true;
   queue_timer_.cancel();
   auto s = session();
   if (!s) return;
   std::string events;
+  if (encoder_) {
+    s->write_stream(encoder_->stream_end(take_result(0), totals(prompt_usage_)));
+    s->end_stream();
+    return;
+  }
   if (spec_.include_usage) events += sse_event(usage_chunk_json(meta_, totals(prompt_usage_)));
   events += kDone;
   s->write_stream(std::move(events));
@@ -308,23 +342,16 @@ void GenerationJob::finish_non_streamed() {
   queue_timer_.cancel();
   auto s = session();
   if (!s) return;
+  HttpResponse resp;
+  if (encoder_) {
+    resp.body = encoder_->full_response(take_result(0), totals(prompt_usage_));
+    s->respond(std::move(resp));
+    return;
+  }
   std::vector<ChoiceResult> results;
   results.reserve(choices_.size());
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    Choice& c = choices_[i];
-    ChoiceResult r;
-    r.index = static_cast<int32_t>(i);
-    if (spec_.echo) r.text = spec_.prompts[i / static_cast<size_t>(spec_.n)].text;
-    r.text += c.text;
-    r.reasoning = std::move(c.reasoning);
-    r.tool_calls = std::move(c.tool_calls);
-    r.logprobs = std::move(c.logprobs);
-    r.finish_reason = c.finish_reason;
-    r.stop_reason = c.stop_reason;
-    r.stop_token_id = c.stop_token_id;
-    results.push_back(std::move(r));
-  }
-  HttpResponse resp;
+  for (size_t i = 0; i < choices_.size(); ++i)
+    results.push_back(take_result(i));
   resp.body = full_response_json(meta_, results, totals(prompt_usage_), token_text_fn_);
   s->respond(std::move(resp));
 }
@@ -335,8 +362,8 @@ void GenerationJob::fail(const ApiError& error) {
   auto s = session();
   if (!s) return;
   if (stream_started_) {
-    std::string events = sse_event(error.body());
-    events += kDone;
+    std::string events = encoder_ ? encoder_->stream_error(error) : sse_event(error.body());
+    if (!encoder_) events += kDone;
     s->write_stream(std::move(events));
     s->end_stream();
   } else {

@@ -4,7 +4,8 @@
 // goes out with the first output, so anything that fails before can still be a real status:
 // 429 queue full / queue timeout, 503 draining, 400) or accumulates the choices for one JSON
 // response. A lost connection (or a client too slow to read) aborts every engine request of the
-// job; later outputs are ignored.
+// job; later outputs are ignored. With a ResponseEncoder (the Anthropic and Responses APIs) the
+// same job writes that API's shape instead of chat/completions objects.
 #pragma once
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "server/http_session.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/response_encoder.h"
 
 namespace pagoda::server {
 
@@ -29,8 +31,10 @@ class ServerState;
 class GenerationJob : public ConnectionListener,
                       public std::enable_shared_from_this<GenerationJob> {
  public:
+  // `encoder` (optional) writes the answer; it requires one prompt and n = 1.
   GenerationJob(GenerationSpec spec, Engine& engine, ServerState& state,
-                const std::shared_ptr<HttpSession>& session);
+                const std::shared_ptr<HttpSession>& session,
+                std::unique_ptr<ResponseEncoder> encoder = nullptr);
   ~GenerationJob() override;
 
   // On the session's strand: submits the engine requests (answering the error if one is
@@ -63,6 +67,9 @@ class GenerationJob : public ConnectionListener,
   // The parts of `out`'s text: through the choice's parser if it has one (flushed when `out`
   // finishes), else all content.
   ParsedDelta split_text(Choice& choice, const RequestOutput& out);
+  // Appends the parts to the choice's text, reasoning and tool calls.
+  static void accumulate(Choice& choice, ParsedDelta& parts);
+  ChoiceResult take_result(size_t index);
   void finish_stream();
   void finish_non_streamed();
   // An error before any output: a plain error response. After the stream started: an SSE error
@@ -80,6 +87,7 @@ class GenerationJob : public ConnectionListener,
   boost::asio::steady_timer queue_timer_;
   ResponseMeta meta_;
   TokenText token_text_fn_;
+  std::unique_ptr<ResponseEncoder> encoder_;
 
   std::vector<std::string> request_ids_;  // one per prompt
   std::vector<bool> request_live_;        // submitted and not all samples finished

@@ -84,6 +84,7 @@ void HttpSession::next_request() {
   header_checked_ = false;
   request_started_ = in_.size() > 0;
   head_ = RequestHead();
+  error_shape_ = ErrorShape::kOpenAI;
   head_only_ = false;
   cors_allow_origin_.clear();
   response_done_ = false;
@@ -195,6 +196,7 @@ void HttpSession::on_header() {
   std::string path(target.substr(0, target.find('?')));
   if (authority && path.empty()) path = "/";
   head_.path = std::move(path);
+  error_shape_ = error_shape_for_path(head_.path);
   size_t hosts = 0;
   for (const auto& f : h) {
     if (f.name() != http::field::host) continue;
@@ -214,6 +216,7 @@ void HttpSession::on_header() {
   if (auto it = h.find(http::field::authorization); it != h.end()) {
     head_.authorization = std::string(it->value());
   }
+  if (auto it = h.find("x-api-key"); it != h.end()) head_.x_api_key = std::string(it->value());
   if (auto cl = parser_->content_length()) head_.content_length = *cl;
   head_.chunked = parser_->chunked();
   head_only_ = head_.method == "HEAD";
@@ -335,7 +338,7 @@ void HttpSession::respond(HttpResponse r) {
 void HttpSession::respond_error(const ApiError& e) {
   HttpResponse r;
   r.status = e.status;
-  r.body = e.body();
+  r.body = e.body(error_shape_);
   if (e.retry_after_seconds > 0)
     r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
   if (e.status == 405) r.headers.emplace_back("Allow", "GET, HEAD, POST, OPTIONS");

@@ -114,6 +114,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::string cors_allow_origin_;  // echoed in Access-Control-Allow-Origin ("" = none)
   bool draining_ = false;
   RequestHead head_;
+  ErrorShape error_shape_ = ErrorShape::kOpenAI;  // of the current request's path
 
   // Output.
   std::deque<std::string> out_;

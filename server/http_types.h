@@ -16,6 +16,7 @@ struct RequestHead {
   std::string target;  // as sent: path + optional "?query" (or the absolute form)
   std::string path;    // target up to '?' (the path of an absolute-form target)
   std::string authorization;
+  std::string x_api_key;  // Anthropic's x-api-key header (an alternative to Authorization: Bearer)
   std::optional<uint64_t> content_length;
   bool chunked = false;
   bool http10 = false;

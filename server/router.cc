@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/anthropic_messages.h"
 #include "server/generation_job.h"
 #include "server/http_framing.h"
 #include "server/http_session.h"
 #include "server/openai_request.h"
+#include "server/openai_responses.h"
 #include "server/server_state.h"
 
 namespace pagoda::server {
@@ -21,6 +23,7 @@ using nlohmann::json;
 namespace {
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
+constexpr std::string_view kResponsePrefix = "/v1/responses/";
 
 HttpResponse json_response(const json& j, int status = 200) {
   HttpResponse r;
@@ -63,23 +66,39 @@ std::optional<Router::Route> Router::find_route(std::string_view path) {
   if (path == "/v1/completions") return Route{RouteId::kCompletions, "POST", false};
   if (path == "/tokenize") return Route{RouteId::kTokenize, "POST", false};
   if (path == "/detokenize") return Route{RouteId::kDetokenize, "POST", false};
+  if (path == "/v1/messages") return Route{RouteId::kMessages, "POST", false};
+  if (path == "/v1/messages/count_tokens") return Route{RouteId::kCountTokens, "POST", false};
+  if (path == "/v1/responses") return Route{RouteId::kResponses, "POST", false};
+  if (path.size() > kResponsePrefix.size() && path.starts_with(kResponsePrefix) &&
+      path.find('/', kResponsePrefix.size()) == std::string_view::npos) {
+    return Route{RouteId::kResponse, "GET", false};
+  }
   return std::nullopt;
 }
 
 bool Router::method_matches(const Route& route, std::string_view method) {
-  // HEAD is GET without the body (load balancers probe /health with HEAD).
-  return method == route.method || (method == "HEAD" && std::string_view(route.method) == "GET");
+  // HEAD is GET without the body (load balancers probe /health with HEAD). A stored response
+  // can also be deleted.
+  return method == route.method || (method == "HEAD" && std::string_view(route.method) == "GET") ||
+         (route.id == RouteId::kResponse && method == "DELETE");
 }
 
-int32_t Router::api_key_index(const std::string& authorization) const {
+int32_t Router::api_key_index(const RequestHead& head) const {
   const std::vector<std::string>& keys = state_.config().api_keys;
   if (keys.empty()) return -1;
   constexpr std::string_view kBearer = "Bearer ";
-  std::string_view given = authorization;
-  if (given.size() < kBearer.size()) return -2;
-  // The scheme is case-insensitive (RFC 7235).
-  if (ascii_lower(given.substr(0, kBearer.size())) != "bearer ") return -2;
-  given.remove_prefix(kBearer.size());
+  // "Authorization: Bearer KEY" (OpenAI's SDKs), else "x-api-key: KEY" (Anthropic's).
+  std::string_view given = head.authorization;
+  if (!given.empty()) {
+    if (given.size() < kBearer.size()) return -2;
+    // The scheme is case-insensitive (RFC 7235).
+    if (ascii_lower(given.substr(0, kBearer.size())) != "bearer ") return -2;
+    given.remove_prefix(kBearer.size());
+  } else if (!head.x_api_key.empty()) {
+    given = head.x_api_key;
+  } else {
+    return -2;
+  }
   int32_t found = -2;
   // Every key is compared (constant time each), whichever matches.
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -88,8 +107,8 @@ int32_t Router::api_key_index(const std::string& authorization) const {
   return found;
 }
 
-bool Router::authorized(const std::string& authorization) const {
-  return api_key_index(authorization) != -2;
+bool Router::authorized(const RequestHead& head) const {
+  return api_key_index(head) != -2;
 }
 
 namespace {
@@ -220,7 +239,7 @@ std::optional<ApiError> Router::check_header(RequestHead& head) const {
   const std::optional<Route> route = find_route(head.path);
   if (head.method == "OPTIONS" && route) return std::nullopt;  // answered by handle()
   const bool is_public = route && route->is_public && method_matches(*route, head.method);
-  if (!is_public && !authorized(head.authorization)) return unauthorized();
+  if (!is_public && !authorized(head)) return unauthorized();
   if (!route) return route_not_found(head.method, head.path);
   if (!method_matches(*route, head.method)) return method_not_allowed(head.method, head.path);
   if (head.content_length && *head.content_length > cfg.max_body_bytes) {
@@ -246,12 +265,12 @@ std::optional<ApiError> Router::check_header(RequestHead& head) const {
 // and the root also carries a random per-process secret, kv/block_hash.h). The tenant tag before
 // '|' never contains '|', so no client salt can make one tenant's chain equal another's.
 std::string Router::effective_cache_salt(const std::string& client_salt,
-                                         const std::string& authorization) const {
+                                         const RequestHead& head) const {
   switch (state_.config().prefix_cache_isolation) {
     case PrefixCacheIsolation::kNone:
       return client_salt;
     case PrefixCacheIsolation::kApiKey: {
-      const int32_t key = api_key_index(authorization);
+      const int32_t key = api_key_index(head);
       if (key < 0) return client_salt;  // no keys configured: one tenant
       return fmt::format("k{}|{}", key, client_salt);
     }
@@ -295,7 +314,9 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
     HttpResponse r;
     r.status = 204;
     r.content_type.clear();
-    const std::string methods = std::string(route->method) == "GET" ? "GET, HEAD" : "POST";
+    const std::string methods = route->id == RouteId::kResponse       ? "GET, HEAD, DELETE"
+                                : std::string(route->method) == "GET" ? "GET, HEAD"
+                                                                      : "POST";
     r.headers.emplace_back("Allow", methods + ", OPTIONS");
     if (!request.head.cors_allow_origin.empty()) {
       r.headers.emplace_back("Access-Control-Allow-Methods", methods + ", OPTIONS");
@@ -314,7 +335,9 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
       return;
     case RouteId::kChat:
     case RouteId::kCompletions:
-      generate(session, request, route->id == RouteId::kChat);
+    case RouteId::kMessages:
+    case RouteId::kResponses:
+      generate(session, request, route->id);
       return;
     default:
       break;
@@ -338,6 +361,13 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
       return;
     case RouteId::kDetokenize:
       session->respond(detokenize(request.body));
+      return;
+    case RouteId::kCountTokens:
+      session->respond(count_tokens(request.body));
+      return;
+    case RouteId::kResponse:
+      session->respond(stored_response(
+          request.head.method, std::string_view(request.head.path).substr(kResponsePrefix.size())));
       return;
     default:
       session->respond_error(internal("unhandled route"));
@@ -498,24 +528,73 @@ HttpResponse Router::detokenize(const std::string& body) const {
   return json_response(json{{"prompt", engine.detokenize(ids)}});
 }
 
+HttpResponse Router::count_tokens(const std::string& body) const {
+  int64_t num_tokens = 0;
+  if (auto err = count_message_tokens(body, *state_.engine(), state_.config(), num_tokens)) {
+    HttpResponse r = error_response(*err);
+    r.body = err->body(ErrorShape::kAnthropic);
+    return r;
+  }
+  return json_response(json{{"input_tokens", num_tokens}});
+}
+
+HttpResponse Router::stored_response(const std::string& method, std::string_view id) const {
+  const std::string key(id);
+  if (method == "DELETE") {
+    if (state_.responses().erase(key)) {
+      return json_response(json{{"id", key}, {"object", "response"}, {"deleted", true}});
+    }
+  } else if (std::optional<StoredResponse> r = state_.responses().get(key)) {
+    HttpResponse resp;
+    resp.body = std::move(r->response_json);
+    return resp;
+  }
+  ApiError e =
+      from_status(not_found("Response with id '{}' not found.", key.substr(0, 128)), "response_id");
+  return error_response(e);
+}
+
 void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
-                      bool chat) {
+                      RouteId route) {
   if (auto err = not_ready()) {
     session->respond_error(*err);
     return;
   }
   Engine& engine = *state_.engine();
+  const ServerConfig& cfg = state_.config();
   GenerationSpec spec;
-  if (auto err =
-          parse_generation_request(request.body, chat ? Endpoint::kChat : Endpoint::kCompletion,
-                                   engine, state_.config(), spec)) {
+  std::unique_ptr<ResponseEncoder> encoder;
+  std::optional<ApiError> err;
+  if (route == RouteId::kMessages) {
+    err = parse_messages_request(request.body, engine, cfg, spec);
+    if (!err) {
+      encoder = std::make_unique<AnthropicMessageEncoder>(
+          make_response_id("msg_"), spec.model,
+          static_cast<int64_t>(spec.prompts.front().tokens.size()));
+    }
+  } else if (route == RouteId::kResponses) {
+    ResponsesRequest rr;
+    err = parse_responses_request(request.body, engine, cfg, state_.responses(), rr);
+    if (!err) {
+      spec = std::move(rr.spec);
+      encoder = std::make_unique<ResponsesEncoder>(make_response_id("resp_"), spec.model,
+                                                   static_cast<int64_t>(std::time(nullptr)), rr,
+                                                   &state_.responses());
+    }
+  } else {
+    err = parse_generation_request(
+        request.body, route == RouteId::kChat ? Endpoint::kChat : Endpoint::kCompletion, engine,
+        cfg, spec);
+  }
+  if (err) {
     state_.metrics().count_rejection(Rejection::kInvalid);
     session->respond_error(*err);
     return;
   }
   state_.metrics().count_ignored_fields(spec.ignored_fields.size());
-  spec.cache_salt = effective_cache_salt(spec.cache_salt, request.head.authorization);
-  auto job = std::make_shared<GenerationJob>(std::move(spec), engine, state_, session);
+  spec.cache_salt = effective_cache_salt(spec.cache_salt, request.head);
+  auto job =
+      std::make_shared<GenerationJob>(std::move(spec), engine, state_, session, std::move(encoder));
   job->start();
 }
 

@@ -4,8 +4,10 @@
 // needs a key when keys are set, unknown paths included, so no path trick is answered without
 // it), route, method, Content-Length and, on the JSON endpoints, Content-Type (415 unless
 // application/json). handle() answers a complete request: /health, /metrics, /v1/models,
-// /tokenize, /detokenize directly; /v1/chat/completions and /v1/completions through a
-// GenerationJob. Paths are matched exactly (no normalisation: "//v1/models", "/v1/../x" and
+// /tokenize, /detokenize, /v1/messages/count_tokens and GET / DELETE /v1/responses/{id}
+// directly; /v1/chat/completions, /v1/completions, /v1/messages (Anthropic) and /v1/responses
+// through a GenerationJob (the last two with their API's ResponseEncoder). Paths are matched
+// exactly (no normalisation: "//v1/models", "/v1/../x" and
 // "%2e%2e" are simply unknown).
 #pragma once
 
@@ -30,9 +32,9 @@ class Router {
 
   // May set head.cors_allow_origin.
   std::optional<ApiError> check_header(RequestHead& head) const;
-  // The index of the API key `authorization` carries; -1 when no key is configured, -2 when it
-  // carries none of them.
-  int32_t api_key_index(const std::string& authorization) const;
+  // The index of the API key the request carries (Authorization: Bearer, else x-api-key); -1 when
+  // no key is configured, -2 when it carries none of them.
+  int32_t api_key_index(const RequestHead& head) const;
   void handle(const std::shared_ptr<HttpSession>& session, HttpRequest request);
 
  private:
@@ -46,6 +48,10 @@ class Router {
     kCompletions,
     kTokenize,
     kDetokenize,
+    kMessages,     // Anthropic: POST /v1/messages
+    kCountTokens,  // Anthropic: POST /v1/messages/count_tokens
+    kResponses,    // POST /v1/responses
+    kResponse,     // GET / DELETE /v1/responses/{id}
   };
   struct Route {
     RouteId id;
@@ -54,7 +60,7 @@ class Router {
   };
   static std::optional<Route> find_route(std::string_view path);
   static bool method_matches(const Route& route, std::string_view method);
-  bool authorized(const std::string& authorization) const;
+  bool authorized(const RequestHead& head) const;
   bool host_allowed(const std::string& authority) const;
   bool origin_allowed(const std::string& origin, const std::optional<std::string>& host,
                       bool& cross_origin) const;
@@ -65,10 +71,12 @@ class Router {
   HttpResponse model(std::string_view id) const;
   HttpResponse tokenize(const std::string& body) const;
   HttpResponse detokenize(const std::string& body) const;
-  void generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request, bool chat);
+  HttpResponse count_tokens(const std::string& body) const;
+  HttpResponse stored_response(const std::string& method, std::string_view id) const;
+  void generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                RouteId route);
   // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
-  std::string effective_cache_salt(const std::string& client_salt,
-                                   const std::string& authorization) const;
+  std::string effective_cache_salt(const std::string& client_salt, const RequestHead& head) const;
   // 503 while loading / draining / after the engine loop died; nullopt when ready.
   std::optional<ApiError> not_ready() const;
 

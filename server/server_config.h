@@ -74,6 +74,11 @@ struct ServerConfig {
   int32_t max_batch_prompts = 64;  // prompts in one /v1/completions request
   int32_t max_json_depth = 64;
 
+  // The Responses API's store of responses (store: true): entries, bytes, time to live.
+  size_t response_store_max_entries = 10000;
+  size_t response_store_max_bytes = 256ull << 20;
+  std::chrono::seconds response_store_ttl{3600};
+
   // How chat outputs are split into content / reasoning_content / tool_calls: the tool-call
   // format (nullopt: detected from the model's chat template, detect_tool_call_format) and the
   // reasoning format (--reasoning-parser; none by default).

@@ -1,5 +1,6 @@
 // ServerState: what every connection shares: the config, the metrics, the engine (absent while
-// the model loads) and the server's phase (loading -> ready -> draining). The engine pointer,
+// the model loads), the server's phase (loading -> ready -> draining) and the Responses API's
+// stored responses. The engine pointer,
 // once set, stays valid until every connection is gone (the server destroys it last).
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <unordered_map>
 
 #include "pagoda/engine.h"
+#include "server/response_store.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 
@@ -24,11 +26,16 @@ enum class ServerPhase { kLoading, kReady, kDraining, kFailed };
 class ServerState {
  public:
   ServerState(ServerConfig config, std::string model_name)
-      : config_(std::move(config)), model_name_(std::move(model_name)), metrics_(model_name_) {}
+      : config_(std::move(config)),
+        model_name_(std::move(model_name)),
+        metrics_(model_name_),
+        responses_(config_.response_store_max_entries, config_.response_store_max_bytes,
+                   config_.response_store_ttl) {}
 
   const ServerConfig& config() const { return config_; }
   const std::string& model_name() const { return model_name_; }
   ServerMetrics& metrics() { return metrics_; }
+  ResponseStore& responses() { return responses_; }
 
   ServerPhase phase() const { return phase_.load(std::memory_order_acquire); }
   void set_phase(ServerPhase p) { phase_.store(p, std::memory_order_release); }
@@ -66,6 +73,7 @@ class ServerState {
   ServerConfig config_;
   std::string model_name_;
   ServerMetrics metrics_;
+  ResponseStore responses_;
   std::atomic<ServerPhase> phase_{ServerPhase::kLoading};
   std::atomic<Engine*> engine_{nullptr};
   mutable std::mutex mu_;
