@@ -13,6 +13,8 @@ Writes under DIR:
                         expert, block_sparse_moe.*);
   from-gguf/phi3-f32    arch/phi3-Q8_0.gguf dequantised to F32 in Phi-3's layout (qkv_proj and
                         gate_up_proj fused, sliding_window 2047);
+  from-gguf/{gemma2,qwen2moe,deepseek2}-f32 and random/{qwen3,qwen3moe,gemma3}-f32: see
+                        arch_fixtures.py;
                         each from-gguf dir also has reference.json (float64 PyTorch logits of the
                         first prompt tokens of the fixture's llama.cpp reference, as below);
   tokenizers/NAME       tokenizer.json + tokenizer_config.json for the tokenizer fixture vocabs
@@ -720,6 +722,9 @@ def main():
     phi3 = gguf_reader.GgufFile(os.path.join(models, "arch", "phi3-Q8_0.gguf"))
     hf_from_gguf(phi3, os.path.join(out, "from-gguf/phi3-f32"), "F32", 1, "Phi3ForCausalLM",
                  ref_tokens=prompt_tokens("phi3-Q8_0", folder="arch/reference"))
+
+    import arch_fixtures  # noqa: E402 (it imports this module's helpers)
+    arch_fixtures.make_from_gguf(os.path.join(out, "from-gguf"), models, prompt_tokens)
 
     for name in ("llama-spm", "gpt-2"):
         g = gguf_reader.GgufFile(os.path.join(fx, f"tokenizer/ggml-vocab-{name}.gguf"))

@@ -71,7 +71,9 @@ fs::path hf_fixtures(std::string* why) {
     const bool fresh = fs::exists(stamp) &&
                        fs::last_write_time(stamp, ec) >= fs::last_write_time(script, ec) &&
                        fs::last_write_time(stamp, ec) >=
-                           fs::last_write_time(script.parent_path() / "gguf_reader.py", ec);
+                           fs::last_write_time(script.parent_path() / "gguf_reader.py", ec) &&
+                       fs::last_write_time(stamp, ec) >=
+                           fs::last_write_time(script.parent_path() / "arch_fixtures.py", ec);
     if (!fresh) {
       const std::string cmd = "/usr/bin/python3 '" + script.string() + "' --fixtures '" +
                               testing::fixtures_dir().string() + "' --out '" + out.string() + "'";
@@ -117,6 +119,9 @@ const FromGgufCase kFromGguf[] = {
     {"qwen2-f32", "qwen2-Q8_0", 0.25, 0.0},
     {"moe-f16", nullptr, 0, 0},
     {"phi3-f32", "arch/phi3-Q8_0", 0.25, 0.0},
+    {"gemma2-f32", "arch/gemma2-Q8_0", 0.25, 0.0},
+    {"qwen2moe-f32", "arch/qwen2moe-Q8_0", 0.25, 0.0},
+    {"deepseek2-f32", "arch/deepseek2-Q8_0", 0.25, 0.0},
 };
 
 // Both prompts of a reference (directories), or only the first (converted files, to keep the
