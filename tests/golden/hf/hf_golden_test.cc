@@ -460,6 +460,9 @@ const QuantCase kQuantCases[] = {
     {"qwen2-f32", "Q8_0", "qwen2-Q8_0", "qwen2-Q8_0", nullptr, 0.90},
     {"moe-f16", "Q8_0", "moe-Q8_0", "moe-Q8_0", nullptr, 0.85},
     {"phi3-f32", "Q8_0", "arch/phi3-Q8_0", "arch/phi3-Q8_0", nullptr, 0.90},
+    {"gemma2-f32", "Q8_0", "arch/gemma2-Q8_0", "arch/gemma2-Q8_0", nullptr, 0.90},
+    {"qwen2moe-f32", "Q8_0", "arch/qwen2moe-Q8_0", "arch/qwen2moe-Q8_0", nullptr, 0.85},
+    {"deepseek2-f32", "Q8_0", "arch/deepseek2-Q8_0", "arch/deepseek2-Q8_0", nullptr, 0.85},
 };
 
 INSTANTIATE_TEST_SUITE_P(Types, HfConvertQuantTest, ::testing::ValuesIn(kQuantCases),
