@@ -528,6 +528,41 @@ with open(out + "/model.safetensors", "wb") as f:
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A from-gguf directory whose config.json disagrees with its tensors: the load names the tensor.
+TEST(HfFamilyHostileTest, InconsistentConfigIsAClearError) {
+  REQUIRE_HF_FIXTURES(root);
+  struct Case {
+    const char* dir;
+    const char* key;
+    int value;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"deepseek2-f32", "kv_lora_rank", 32, "attn_kv_a_mqa.weight' has shape"},
+      {"deepseek2-f32", "q_lora_rank", 64, "attn_q_a.weight' has shape"},
+      {"qwen2moe-f32", "num_experts", 4, "names expert 4 of 4"},
+      {"qwen2moe-f32", "shared_expert_intermediate_size", 256, "ffn_gate_shexp.weight' has shape"},
+      {"gemma2-f32", "head_dim", 64, "attn_q.weight' has shape"},
+  };
+  for (const Case& c : cases) {
+    const fs::path src = root / "from-gguf" / c.dir;
+    const fs::path dir = testing::scratch_dir() / (std::string(c.dir) + "-" + c.key);
+    fs::create_directories(dir);
+    nlohmann::json config = read_json(src / "config.json");
+    config[c.key] = c.value;
+    std::ofstream(dir / "config.json") << config.dump();
+    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+      std::error_code ec;
+      fs::remove(dir / f, ec);
+      fs::create_symlink(src / f, dir / f);
+    }
+    auto loaded = loader::load_model(dir.string());
+    ASSERT_FALSE(loaded.ok()) << c.dir << " " << c.key;
+    EXPECT_NE(loaded.status().message().find(c.expected), std::string::npos)
+        << c.dir << " " << c.key << ": " << loaded.status().to_string();
+  }
+}
+
 // ---- the CLI with a directory as -m
 // --------------------------------------------------------------
 
