@@ -333,3 +333,48 @@ def make_from_gguf(out_root, models, prompt_tokens):
         mhf.write_tokenizer_from_gguf(g, out_dir)
         tokens = prompt_tokens(fixture, n_ref, "arch/reference")
         write_reference(out_dir, dict(cfg, family=family), tensors, tokens, "F32")
+
+
+# ---- random checkpoints ---------------------------------------------------------------------
+
+def random_qwen3(out_dir, vocab_tokens, seed):
+    """A random Qwen3 (head_dim 32 in a 64-wide model, GQA 4:2, q/k norms, untied output)."""
+    rng = np.random.default_rng(seed)
+    V, hidden, H, KV, D, ffn, L = len(vocab_tokens), 64, 4, 2, 32, 128, 2
+    tensors = {}
+
+    def mat(name, rows, cols):
+        tensors[name] = ("F32", (rng.standard_normal((rows, cols)) / math.sqrt(cols))
+                         .astype(np.float32))
+
+    def vec(name, n, spread=0.1):
+        tensors[name] = ("F32", (1.0 + spread * rng.standard_normal(n)).astype(np.float32))
+
+    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
+                                            .astype(np.float32))
+    vec("model.norm.weight", hidden)
+    mat("lm_head.weight", V, hidden)
+    for i in range(L):
+        p = f"model.layers.{i}."
+        vec(p + "input_layernorm.weight", hidden)
+        vec(p + "post_attention_layernorm.weight", hidden)
+        mat(p + "self_attn.q_proj.weight", H * D, hidden)
+        mat(p + "self_attn.k_proj.weight", KV * D, hidden)
+        mat(p + "self_attn.v_proj.weight", KV * D, hidden)
+        mat(p + "self_attn.o_proj.weight", hidden, H * D)
+        vec(p + "self_attn.q_norm.weight", D, 0.3)
+        vec(p + "self_attn.k_norm.weight", D, 0.3)
+        mat(p + "mlp.gate_proj.weight", ffn, hidden)
+        mat(p + "mlp.up_proj.weight", ffn, hidden)
+        mat(p + "mlp.down_proj.weight", hidden, ffn)
+    os.makedirs(out_dir, exist_ok=True)
+    mhf.write_checkpoint(out_dir, tensors, 1)
+    cfg = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": hidden,
+           "intermediate_size": ffn, "num_hidden_layers": L, "num_attention_heads": H,
+           "num_key_value_heads": KV, "head_dim": D, "max_position_embeddings": 256,
+           "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": V, "hidden_act": "silu",
+           "attention_bias": False, "tie_word_embeddings": False, "torch_dtype": "float32",
+           "use_sliding_window": False, "sliding_window": None, "rope_scaling": None}
+    mhf.write_json(os.path.join(out_dir, "config.json"), cfg)
+    tokens = [int(t) for t in rng.integers(0, V, size=14)]
+    write_reference(out_dir, dict(cfg, family="qwen3"), tensors, tokens, "F32")

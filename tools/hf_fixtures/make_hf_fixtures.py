@@ -612,6 +612,7 @@ def random_checkpoint(out_dir, spec, vocab_tokens, seed):
 
 
 RANDOM_SPECS = {
+    "qwen3-f32": {"family": "qwen3", "tokenizer": "qwen2"},  # arch_fixtures.random_qwen3
     "mistral-bf16": {"arch": "MistralForCausalLM", "model_type": "mistral", "dtype": "BF16",
                      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
                      "head_dim": 32, "intermediate_size": 160, "num_hidden_layers": 2,
@@ -682,7 +683,11 @@ def make_random(out_root, fixtures):
                 tcfg = {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": specials[0],
                         "add_prefix_space": False, "clean_up_tokenization_spaces": False,
                         "chat_template": CHAT_TEMPLATE}
-        random_checkpoint(out_dir, spec, tokens, 1234 + seed)
+        if spec.get("family") == "qwen3":
+            import arch_fixtures  # noqa: E402
+            arch_fixtures.random_qwen3(out_dir, tokens, 1234 + seed)
+        else:
+            random_checkpoint(out_dir, spec, tokens, 1234 + seed)
         write_json(os.path.join(out_dir, "tokenizer.json"), tj)
         write_json(os.path.join(out_dir, "tokenizer_config.json"), tcfg)
         eos = tokens.index(tcfg["eos_token"])

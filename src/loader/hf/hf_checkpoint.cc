@@ -35,6 +35,7 @@ constexpr ArchMap kArchMaps[] = {
     {"Gemma2ForCausalLM", "gemma2", "gemma2", false},
     {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2moe", false},
     {"DeepseekV2ForCausalLM", "deepseek_v2", "deepseek2", false},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3", false},
 };
 
 Result<int32_t> required_count(const std::optional<int64_t>& v, std::string_view field,
@@ -243,13 +244,13 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
     return unimplemented(
         "config.json: architecture {} is not supported (LlamaForCausalLM, MistralForCausalLM, "
         "MixtralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, "
-        "Qwen2MoeForCausalLM, DeepseekV2ForCausalLM are)",
+        "Qwen2MoeForCausalLM, DeepseekV2ForCausalLM, Qwen3ForCausalLM are)",
         got.empty() ? "(none)" : got);
   }
   if (architecture != nullptr) *architecture = std::string(map->hf);
   PAGODA_RETURN_IF_ERROR(check_hf_activation(hf, map->arch));
   if (hf.mlp_bias.value_or(false)) return unimplemented("config.json: mlp_bias is not supported");
-  if (map->arch == "llama" && hf.attention_bias.value_or(false)) {
+  if ((map->arch == "llama" || map->arch == "qwen3") && hf.attention_bias.value_or(false)) {
     return unimplemented("config.json: attention_bias (biased o_proj) is not supported");
   }
 

@@ -224,8 +224,8 @@ double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::jso
   return worst;
 }
 
-const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16", "mixtral-f32", "llama3-f32",
-                                   "qwen2-yarn-f32"};
+const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16",      "mixtral-f32",
+                                   "llama3-f32",   "qwen2-yarn-f32", "qwen3-f32"};
 
 class HfRandomTest : public ::testing::TestWithParam<const char*> {};
 

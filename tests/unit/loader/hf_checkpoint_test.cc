@@ -356,6 +356,28 @@ TEST(HfFamilyConfigTest, DeepseekV2) {
             std::string::npos);
 }
 
+TEST(HfFamilyConfigTest, Qwen3) {
+  constexpr const char* kQwen3 = R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 256,
+      "vocab_size": 1000, "hidden_act": "silu", "attention_bias": false})";
+  auto c = config_of(kQwen3);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen3");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->has_qkv_bias);
+  EXPECT_EQ(c->q_dim(), 128);
+  EXPECT_NE(error_of(with(kQwen3, "attention_bias", "true")).find("attention_bias"),
+            std::string::npos);
+  bool skip = false;
+  int32_t layer = -1, expert = -1;
+  EXPECT_EQ(gguf_name_of("model.layers.1.self_attn.k_norm.weight", &skip, &layer, &expert, "qwen3")
+                .value_or("<none>"),
+            "blk.1.attn_k_norm.weight");
+  EXPECT_FALSE(
+      gguf_name_of("model.layers.1.self_attn.k_norm.weight", &skip, &layer, &expert, "qwen2"));
+}
+
 TEST(HfFamilyConfigTest, TensorNames) {
   bool skip = false;
   int32_t layer = -1, expert = -1;
