@@ -157,6 +157,9 @@ Result<std::vector<OutTensor>> plan_outputs(const HfCheckpoint& ckpt) {
     for (int32_t i = 0; i < 4; ++i)
       o.dims[i] = static_cast<uint64_t>(t.dims[i]);
     o.layer = t.layer;
+    if (t.gguf_name.ends_with(".ffn_gate_inp_shexp.weight") && t.n_dims == 2 && t.dims[1] == 1) {
+      o.n_dims = 1;  // HF's [1, hidden] Linear; GGUF stores the vector
+    }
     if (permute && t.n_dims == 2) {
       if (t.gguf_name.ends_with(".attn_q.weight")) o.permute_heads = c.num_heads;
       if (t.gguf_name.ends_with(".attn_k.weight")) o.permute_heads = c.num_kv_heads;
@@ -202,6 +205,53 @@ Result<std::vector<OutTensor>> plan_outputs(const HfCheckpoint& ckpt) {
   return out;
 }
 
+auto u32(int32_t v) {
+  return GgufWriteValue::u32(static_cast<uint32_t>(v));
+}
+
+// The keys of the families beyond llama, as llama.cpp's converter writes them.
+void set_family_metadata(format::GgufWriter& w, const ModelConfig& c) {
+  const std::string a = c.arch + ".";
+  if (c.attn_softcap > 0) w.set(a + "attn_logit_softcapping", GgufWriteValue::f32(c.attn_softcap));
+  if (c.final_softcap > 0) {
+    w.set(a + "final_logit_softcapping", GgufWriteValue::f32(c.final_softcap));
+  }
+  if (c.num_experts > 0 && c.expert_ffn_dim > 0) {
+    w.set(a + "expert_feed_forward_length", u32(c.expert_ffn_dim));
+  }
+  if (c.arch == "qwen2moe") {
+    w.set(a + "expert_shared_feed_forward_length", u32(c.shared_expert_ffn_dim));
+  }
+  if (c.mla()) {
+    if (c.q_lora_rank > 0) w.set(a + "attention.q_lora_rank", u32(c.q_lora_rank));
+    w.set(a + "attention.kv_lora_rank", u32(c.kv_lora_rank));
+    w.set(a + "leading_dense_block_count", u32(c.leading_dense_layers));
+    if (c.num_experts > 0) {
+      w.set(a + "expert_shared_count", u32(c.expert_shared_count));
+      w.set(a + "expert_weights_scale", GgufWriteValue::f32(c.moe_weights_scale));
+      w.set(a + "expert_weights_norm", GgufWriteValue::boolean(c.moe_norm_weights));
+      w.set(a + "expert_gating_func", u32(c.expert_gating > 0 ? c.expert_gating : 1));
+    }
+  }
+}
+
+// What a GGUF file of `c.arch` cannot say: Gemma 2 files carry no query scale (llama.cpp takes
+// 1 / sqrt(head_dim), or 1 / sqrt(hidden / heads) for 46-layer models).
+Status check_representable(const ModelConfig& c) {
+  if (c.arch != "gemma2") return Status();
+  const int32_t scalar = c.num_layers == 46 && c.hidden_dim % c.num_heads == 0
+                             ? c.hidden_dim / c.num_heads
+                             : c.head_dim;
+  const float gguf_scale = 1.0f / std::sqrt(static_cast<float>(scalar));
+  if (std::fabs(c.attn_scale - gguf_scale) > 1e-6f * gguf_scale) {
+    return unimplemented(
+        "query_pre_attn_scalar gives a query scale {} that a gemma2 GGUF file cannot state "
+        "(llama.cpp uses {})",
+        c.attn_scale, gguf_scale);
+  }
+  return Status();
+}
+
 void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const std::string& name,
                         FileType file_type) {
   const ModelConfig& c = ckpt.config();
@@ -214,9 +264,10 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
   w.set(a + "feed_forward_length", GgufWriteValue::u32(static_cast<uint32_t>(c.ffn_dim)));
   w.set(a + "attention.head_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_heads)));
   w.set(a + "attention.head_count_kv", GgufWriteValue::u32(static_cast<uint32_t>(c.num_kv_heads)));
-  if (c.hidden_dim % c.num_heads != 0 || c.head_dim != c.hidden_dim / c.num_heads) {
+  if (c.hidden_dim % c.num_heads != 0 || c.head_dim != c.hidden_dim / c.num_heads ||
+      c.value_dim() != c.head_dim) {
     w.set(a + "attention.key_length", GgufWriteValue::u32(static_cast<uint32_t>(c.head_dim)));
-    w.set(a + "attention.value_length", GgufWriteValue::u32(static_cast<uint32_t>(c.head_dim)));
+    w.set(a + "attention.value_length", GgufWriteValue::u32(static_cast<uint32_t>(c.value_dim())));
   }
   w.set(a + "rope.dimension_count", GgufWriteValue::u32(static_cast<uint32_t>(c.rope_dims)));
   w.set(a + "rope.freq_base", GgufWriteValue::f32(c.rope_theta));
@@ -248,6 +299,7 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     w.set(a + "expert_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_experts)));
     w.set(a + "expert_used_count", GgufWriteValue::u32(static_cast<uint32_t>(c.num_experts_used)));
   }
+  set_family_metadata(w, c);
   w.set("general.file_type", GgufWriteValue::u32(static_cast<uint32_t>(file_type)));
   w.set("general.quantization_version", GgufWriteValue::u32(2));
 }
@@ -323,6 +375,7 @@ Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> ch
   state->progress.callback = std::move(progress);
   PAGODA_ASSIGN_OR_RETURN(state->tensors, plan_outputs(*checkpoint));
   const ModelConfig& c = checkpoint->config();
+  PAGODA_RETURN_IF_ERROR(check_representable(c));
 
   MixModel mix;
   mix.arch = c.arch;

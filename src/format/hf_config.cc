@@ -55,6 +55,34 @@ Result<HfConfig> parse_hf_config(std::string_view text) {
   PAGODA_RETURN_IF_ERROR(f.read("_name_or_path", c.name_or_path));
   PAGODA_RETURN_IF_ERROR(f.read("bos_token_id", c.bos_token_id));
   PAGODA_RETURN_IF_ERROR(f.read("eos_token_id", c.eos_token_id));
+  PAGODA_RETURN_IF_ERROR(f.read("hidden_activation", c.hidden_activation));
+  PAGODA_RETURN_IF_ERROR(f.read("query_pre_attn_scalar", c.query_pre_attn_scalar));
+  PAGODA_RETURN_IF_ERROR(f.read("attn_logit_softcapping", c.attn_logit_softcapping));
+  PAGODA_RETURN_IF_ERROR(f.read("final_logit_softcapping", c.final_logit_softcapping));
+  PAGODA_RETURN_IF_ERROR(f.read("rope_local_base_freq", c.rope_local_base_freq));
+  PAGODA_RETURN_IF_ERROR(f.read("sliding_window_pattern", c.sliding_window_pattern));
+  PAGODA_RETURN_IF_ERROR(f.read("layer_types", c.layer_types));
+  PAGODA_RETURN_IF_ERROR(f.read("num_experts", c.num_experts));
+  PAGODA_RETURN_IF_ERROR(f.read("moe_intermediate_size", c.moe_intermediate_size));
+  PAGODA_RETURN_IF_ERROR(
+      f.read("shared_expert_intermediate_size", c.shared_expert_intermediate_size));
+  PAGODA_RETURN_IF_ERROR(f.read("decoder_sparse_step", c.decoder_sparse_step));
+  PAGODA_RETURN_IF_ERROR(f.read("norm_topk_prob", c.norm_topk_prob));
+  PAGODA_RETURN_IF_ERROR(f.read("mlp_only_layers", c.mlp_only_layers));
+  PAGODA_RETURN_IF_ERROR(f.read("q_lora_rank", c.q_lora_rank));
+  PAGODA_RETURN_IF_ERROR(f.read("kv_lora_rank", c.kv_lora_rank));
+  PAGODA_RETURN_IF_ERROR(f.read("qk_nope_head_dim", c.qk_nope_head_dim));
+  PAGODA_RETURN_IF_ERROR(f.read("qk_rope_head_dim", c.qk_rope_head_dim));
+  PAGODA_RETURN_IF_ERROR(f.read("v_head_dim", c.v_head_dim));
+  PAGODA_RETURN_IF_ERROR(f.read("n_routed_experts", c.n_routed_experts));
+  PAGODA_RETURN_IF_ERROR(f.read("n_shared_experts", c.n_shared_experts));
+  PAGODA_RETURN_IF_ERROR(f.read("first_k_dense_replace", c.first_k_dense_replace));
+  PAGODA_RETURN_IF_ERROR(f.read("moe_layer_freq", c.moe_layer_freq));
+  PAGODA_RETURN_IF_ERROR(f.read("n_group", c.n_group));
+  PAGODA_RETURN_IF_ERROR(f.read("topk_group", c.topk_group));
+  PAGODA_RETURN_IF_ERROR(f.read("routed_scaling_factor", c.routed_scaling_factor));
+  PAGODA_RETURN_IF_ERROR(f.read("topk_method", c.topk_method));
+  PAGODA_RETURN_IF_ERROR(f.read("scoring_func", c.scoring_func));
   if (const json* rs = f.get("rope_scaling")) {
     if (!rs->is_object()) return f.wrong("rope_scaling", *rs, "an object");
     Fields r(*rs, kFile, "rope_scaling.");

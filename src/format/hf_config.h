@@ -41,6 +41,27 @@ struct HfConfig {
   std::optional<int64_t> sliding_window;
   std::optional<int64_t> num_local_experts, num_experts_per_tok;  // Mixtral
   std::optional<std::string> hidden_act, torch_dtype, name_or_path;
+  // Gemma 2/3: hidden_activation (Gemma's name for hidden_act), query_pre_attn_scalar (queries
+  // scaled by its -1/2 power), soft-caps, Gemma 3's local rope base and local/global pattern
+  // (sliding_window_pattern, or the newer layer_types list).
+  std::optional<std::string> hidden_activation;
+  std::optional<double> query_pre_attn_scalar, attn_logit_softcapping, final_logit_softcapping,
+      rope_local_base_freq;
+  std::optional<int64_t> sliding_window_pattern;
+  std::vector<std::string> layer_types;  // "sliding_attention" / "full_attention" per layer
+  // Qwen2-MoE / Qwen3-MoE: num_experts routed experts of moe_intermediate_size, a shared expert of
+  // shared_expert_intermediate_size (Qwen2-MoE), norm_topk_prob, decoder_sparse_step and
+  // mlp_only_layers (which layers are dense).
+  std::optional<int64_t> num_experts, moe_intermediate_size, shared_expert_intermediate_size,
+      decoder_sparse_step;
+  std::optional<bool> norm_topk_prob;
+  std::vector<int64_t> mlp_only_layers;
+  // DeepSeek-V2/V3: multi-head latent attention ranks and head parts, fine-grained experts.
+  std::optional<int64_t> q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim,
+      n_routed_experts, n_shared_experts, first_k_dense_replace, moe_layer_freq, n_group,
+      topk_group;
+  std::optional<double> routed_scaling_factor;
+  std::optional<std::string> topk_method, scoring_func;
   std::vector<int64_t> bos_token_id, eos_token_id;  // an int or a list in the file
 };
 

@@ -83,6 +83,17 @@ class Fields {
     }
     return Status();
   }
+  // A list of strings.
+  Status read(std::string_view key, std::vector<std::string>& out) const {
+    const nlohmann::json* v = get(key);
+    if (v == nullptr) return Status();
+    if (!v->is_array()) return wrong(key, *v, "a list of strings");
+    for (const nlohmann::json& e : *v) {
+      if (!e.is_string()) return wrong(key, *v, "a list of strings");
+      out.push_back(e.get<std::string>());
+    }
+    return Status();
+  }
   // A token: a string, or an AddedToken dict {"content": ...}.
   Status read_token(std::string_view key, std::optional<std::string>& out) const {
     const nlohmann::json* v = get(key);

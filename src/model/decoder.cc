@@ -80,6 +80,10 @@ Status bind_attention(const ModelConfig& c, const WeightBinder& b, int32_t i, At
     PAGODA_ASSIGN_OR_RETURN(a.bk, b.vector(blk(i, "attn_k.bias"), kv_dim));
     PAGODA_ASSIGN_OR_RETURN(a.bv, b.vector(blk(i, "attn_v.bias"), kv_dim));
   }
+  if (c.qk_norm) {
+    PAGODA_ASSIGN_OR_RETURN(a.q_norm, b.vector(blk(i, "attn_q_norm.weight"), c.head_dim));
+    PAGODA_ASSIGN_OR_RETURN(a.k_norm, b.vector(blk(i, "attn_k_norm.weight"), c.head_dim));
+  }
   a.window = c.layer_window(i);
   return Status();
 }

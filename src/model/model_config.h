@@ -106,6 +106,7 @@ struct ModelConfig {
   bool tied_embeddings = false;  // output projection reuses token_embd
   bool fused_qkv = false;        // one attn_qkv matrix: q rows, then k, then v (phi3)
   bool fused_gate_up = false;    // ffn_up holds the gate rows, then the up rows (phi3)
+  bool qk_norm = false;          // attn_q_norm / attn_k_norm [head_dim]: per-head RMSNorm (qwen3)
   FfnActivation ffn_activation = FfnActivation::kSilu;
   float embedding_scale = 1.0f;  // the input embedding is multiplied by it (Gemma: sqrt(hidden))
   bool post_norms = false;  // RMSNorm after attention and after the FFN, before each residual add

@@ -13,6 +13,8 @@ Writes under DIR:
                         expert, block_sparse_moe.*);
   from-gguf/phi3-f32    arch/phi3-Q8_0.gguf dequantised to F32 in Phi-3's layout (qkv_proj and
                         gate_up_proj fused, sliding_window 2047);
+  from-gguf/{gemma2,qwen2moe,deepseek2}-f32 and random/{qwen3,qwen3moe,gemma3}-f32: see
+                        arch_fixtures.py;
                         each from-gguf dir also has reference.json (float64 PyTorch logits of the
                         first prompt tokens of the fixture's llama.cpp reference, as below);
   tokenizers/NAME       tokenizer.json + tokenizer_config.json for the tokenizer fixture vocabs
@@ -610,6 +612,7 @@ def random_checkpoint(out_dir, spec, vocab_tokens, seed):
 
 
 RANDOM_SPECS = {
+    "qwen3-f32": {"family": "qwen3", "tokenizer": "qwen2"},  # arch_fixtures.random_qwen3
     "mistral-bf16": {"arch": "MistralForCausalLM", "model_type": "mistral", "dtype": "BF16",
                      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
                      "head_dim": 32, "intermediate_size": 160, "num_hidden_layers": 2,
@@ -680,7 +683,11 @@ def make_random(out_root, fixtures):
                 tcfg = {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": specials[0],
                         "add_prefix_space": False, "clean_up_tokenization_spaces": False,
                         "chat_template": CHAT_TEMPLATE}
-        random_checkpoint(out_dir, spec, tokens, 1234 + seed)
+        if spec.get("family") == "qwen3":
+            import arch_fixtures  # noqa: E402
+            arch_fixtures.random_qwen3(out_dir, tokens, 1234 + seed)
+        else:
+            random_checkpoint(out_dir, spec, tokens, 1234 + seed)
         write_json(os.path.join(out_dir, "tokenizer.json"), tj)
         write_json(os.path.join(out_dir, "tokenizer_config.json"), tcfg)
         eos = tokens.index(tcfg["eos_token"])
@@ -720,6 +727,9 @@ def main():
     phi3 = gguf_reader.GgufFile(os.path.join(models, "arch", "phi3-Q8_0.gguf"))
     hf_from_gguf(phi3, os.path.join(out, "from-gguf/phi3-f32"), "F32", 1, "Phi3ForCausalLM",
                  ref_tokens=prompt_tokens("phi3-Q8_0", folder="arch/reference"))
+
+    import arch_fixtures  # noqa: E402 (it imports this module's helpers)
+    arch_fixtures.make_from_gguf(os.path.join(out, "from-gguf"), models, prompt_tokens)
 
     for name in ("llama-spm", "gpt-2"):
         g = gguf_reader.GgufFile(os.path.join(fx, f"tokenizer/ggml-vocab-{name}.gguf"))

@@ -7,6 +7,8 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "kernels/quant.h"
+#include "loader/hf/hf_families.h"
 #include "loader/hf/quant_repack.h"
 #include "model/arch/arch.h"
 
@@ -32,6 +34,10 @@ constexpr ArchMap kArchMaps[] = {
     {"MixtralForCausalLM", "mixtral", "llama", true},
     {"Qwen2ForCausalLM", "qwen2", "qwen2", false},
     {"Phi3ForCausalLM", "phi3", "phi3", false},
+    {"Gemma2ForCausalLM", "gemma2", "gemma2", false},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2moe", false},
+    {"DeepseekV2ForCausalLM", "deepseek_v2", "deepseek2", false},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3", false},
 };
 
 Result<int32_t> required_count(const std::optional<int64_t>& v, std::string_view field,
@@ -41,19 +47,6 @@ Result<int32_t> required_count(const std::optional<int64_t>& v, std::string_view
     return invalid_argument("config.json: {} = {} is out of range [1, {}]", field, *v, max);
   }
   return static_cast<int32_t>(*v);
-}
-
-// Parses a decimal index at the start of `s` (no sign, no leading zeros) followed by '.'.
-std::optional<int32_t> take_index(std::string_view& s) {
-  size_t n = 0;
-  while (n < s.size() && n < 7 && s[n] >= '0' && s[n] <= '9')
-    ++n;
-  if (n == 0 || n >= s.size() || s[n] != '.' || (n > 1 && s[0] == '0')) return std::nullopt;
-  int32_t v = 0;
-  for (size_t i = 0; i < n; ++i)
-    v = v * 10 + (s[i] - '0');
-  s.remove_prefix(n + 1);
-  return v;
 }
 
 // GenerationDefaults from generation_config.json; out-of-range values are dropped with a warning
@@ -158,7 +151,7 @@ Result<std::string> read_model_file(const std::string& dir, const std::string& n
 }
 
 std::optional<std::string> gguf_name_of(std::string_view name, bool* skip, int32_t* layer,
-                                        int32_t* expert) {
+                                        int32_t* expert, std::string_view arch) {
   *skip = false;
   *layer = -1;
   *expert = -1;
@@ -168,10 +161,11 @@ std::optional<std::string> gguf_name_of(std::string_view name, bool* skip, int32
   constexpr std::string_view kLayers = "model.layers.";
   if (!name.starts_with(kLayers)) return std::nullopt;
   std::string_view rest = name.substr(kLayers.size());
-  const auto n = take_index(rest);
+  const auto n = take_hf_index(rest);
   if (!n) return std::nullopt;
   *layer = *n;
   const std::string blk = "blk." + std::to_string(*n) + ".";
+  if (auto family = family_layer_tensor_name(arch, rest, expert)) return blk + *family;
   struct Rename {
     std::string_view hf;
     std::string_view gguf;
@@ -203,7 +197,7 @@ std::optional<std::string> gguf_name_of(std::string_view name, bool* skip, int32
   constexpr std::string_view kExperts = "block_sparse_moe.experts.";
   if (rest.starts_with(kExperts)) {
     rest.remove_prefix(kExperts.size());
-    const auto e = take_index(rest);
+    const auto e = take_hf_index(rest);
     if (!e) return std::nullopt;
     *expert = *e;
     const std::string idx = "." + std::to_string(*e) + ".weight";
@@ -251,16 +245,14 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
         hf.architectures.empty() ? "model_type " + hf.model_type : hf.architectures.front();
     return unimplemented(
         "config.json: architecture {} is not supported (LlamaForCausalLM, MistralForCausalLM, "
-        "MixtralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM are)",
+        "MixtralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, "
+        "Qwen2MoeForCausalLM, DeepseekV2ForCausalLM, Qwen3ForCausalLM are)",
         got.empty() ? "(none)" : got);
   }
   if (architecture != nullptr) *architecture = std::string(map->hf);
-  if (hf.hidden_act && *hf.hidden_act != "silu") {
-    return unimplemented("config.json: hidden_act \"{}\" is not supported (silu is)",
-                         *hf.hidden_act);
-  }
+  PAGODA_RETURN_IF_ERROR(check_hf_activation(hf, map->arch));
   if (hf.mlp_bias.value_or(false)) return unimplemented("config.json: mlp_bias is not supported");
-  if (map->arch == "llama" && hf.attention_bias.value_or(false)) {
+  if ((map->arch == "llama" || map->arch == "qwen3") && hf.attention_bias.value_or(false)) {
     return unimplemented("config.json: attention_bias (biased o_proj) is not supported");
   }
 
@@ -331,11 +323,12 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
         *hf.sliding_window, *hf.sliding_window);
   }
 
+  PAGODA_RETURN_IF_ERROR(hf_family_config(hf, c));
+
   const ArchDef* arch = model::find_arch(c.arch);
   if (arch == nullptr) return internal_error("architecture {} is not registered", c.arch);
   PAGODA_RETURN_IF_ERROR(arch->configure(c));
-  // Hugging Face q/k rows are in rotate-half order for every architecture here.
-  c.rope_style = kernels::RopeStyle::kNeox;
+  PAGODA_RETURN_IF_ERROR(hf_family_finish(hf, c));
   PAGODA_RETURN_IF_ERROR(model::validate_config(c));
 
   if (hf.rope_scaling) {
@@ -480,7 +473,7 @@ Status HfCheckpoint::map_tensors() {
         }
       }
       const std::string hf_name = quant_prefix.empty() ? t.name : quant_prefix + ".weight";
-      auto gguf = gguf_name_of(hf_name, &skip, &out.layer, &out.expert);
+      auto gguf = gguf_name_of(hf_name, &skip, &out.layer, &out.expert, config_.arch);
       if (skip) continue;
       if (!gguf) {
         return unimplemented("{}: tensor \"{}\" has no equivalent in pagoda's {} model", file,
@@ -529,6 +522,9 @@ Status HfCheckpoint::map_tensors() {
         }
         out.data = t.data;
         out.size_bytes = t.size_bytes();
+      }
+      if (hf_norm_adds_one(config_.arch, out.gguf_name)) {
+        PAGODA_RETURN_IF_ERROR(add_one(out));
       }
       if (index_) {
         auto it = index_->tensor_to_file.find(t.name);
@@ -583,6 +579,26 @@ Status HfCheckpoint::map_tensors() {
       !*hf_config_.tie_word_embeddings) {
     return not_found("lm_head.weight is missing and tie_word_embeddings is false");
   }
+  return Status();
+}
+
+Status HfCheckpoint::add_one(HfTensor& t) {
+  if (t.n_dims != 1 || t.dims[0] <= 0 || t.dims[0] > L::kMaxHidden) {
+    return invalid_argument("tensor \"{}\" is a norm weight but has {} dims (first {})", t.hf_name,
+                            t.n_dims, t.dims[0]);
+  }
+  if (!kernels::can_dequantize(t.dtype)) {
+    return unimplemented("tensor \"{}\" has type {}, which a norm weight cannot have", t.hf_name,
+                         tensor::dtype_name(t.dtype));
+  }
+  std::vector<float> values(static_cast<size_t>(t.dims[0]));
+  kernels::dequantize_row(t.dtype, t.data, values.data(), t.dims[0]);
+  for (float& v : values)
+    v += 1.0f;
+  t.dtype = tensor::DType::kF32;
+  t.data = reinterpret_cast<const uint8_t*>(values.data());
+  t.size_bytes = values.size() * sizeof(float);
+  owned_.push_back(std::move(values));  // the buffer moves with the vector: t.data stays valid
   return Status();
 }
 

@@ -18,7 +18,8 @@
 //   (rotary_emb.inv_freq buffers are skipped; any other name is unimplemented.)
 //
 // Architectures: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM → "llama";
-// Qwen2ForCausalLM → "qwen2"; Phi3ForCausalLM → "phi3" (its sliding_window on every layer).
+// Qwen2ForCausalLM → "qwen2"; Phi3ForCausalLM → "phi3" (its sliding_window on every layer);
+// the families in hf_families.h (Gemma 2, Qwen2-MoE, DeepSeek-V2) with their own names.
 // All run rotate-half (NEOX) RoPE on the weights as stored (HF q/k rows are not permuted the
 // way llama GGUF files are). rope_scaling linear → freq scale;
 // llama3 → per-dimension factors computed like llama.cpp's converter and exposed as a
@@ -96,6 +97,9 @@ class HfCheckpoint {
   // The largest number of values any Linear of this config can have (bounds repacking).
   int64_t max_matrix_elements() const;
 
+  // Replaces a Gemma norm weight w by an F32 copy of 1 + w owned by the checkpoint.
+  Status add_one(HfTensor& t);
+
   std::string dir_;
   format::HfConfig hf_config_;
   model::ModelConfig config_;
@@ -107,6 +111,8 @@ class HfCheckpoint {
   std::vector<float> rope_freq_factors_;
   std::optional<format::HfQuantConfig> quant_config_;
   std::vector<std::vector<uint8_t>> repacked_;  // storage of repacked quantised weights
+
+  std::vector<std::vector<float>> owned_;  // tensors the checkpoint computed (Gemma's 1 + w)
   double rope_linear_factor_ = 1.0;
 };
 
@@ -124,9 +130,10 @@ std::vector<float> llama3_rope_factors(const format::HfRopeScaling& scaling, flo
 
 // The GGUF name of a Hugging Face tensor name: nullopt with *skip = true for buffers that carry
 // no weights (rotary_emb.inv_freq), nullopt with *skip = false for names pagoda cannot map.
-// `layer`/`expert` receive the indices in the name (-1 if none).
+// `layer`/`expert` receive the indices in the name (-1 if none). `arch` (ModelConfig::arch) picks
+// the family's own names (hf_families.h) before the llama ones.
 std::optional<std::string> gguf_name_of(std::string_view hf_name, bool* skip, int32_t* layer,
-                                        int32_t* expert);
+                                        int32_t* expert, std::string_view arch = {});
 
 // Reads a whole small file of the directory (config files, tokenizer.json); not_found if absent.
 Result<std::string> read_model_file(const std::string& dir, const std::string& name,

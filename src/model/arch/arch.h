@@ -33,6 +33,7 @@ extern const ArchDef kPhi3Arch;
 extern const ArchDef kGemma2Arch;
 extern const ArchDef kQwen2MoeArch;
 extern const ArchDef kDeepseek2Arch;
+extern const ArchDef kQwen3Arch;
 
 // The shared build for llama-family decoders (arch files may use it).
 Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,

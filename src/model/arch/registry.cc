@@ -5,8 +5,9 @@
 
 namespace pagoda::model {
 namespace {
-const std::array<const ArchDef*, 6> kArchs = {&kLlamaArch,  &kQwen2Arch,    &kPhi3Arch,
-                                              &kGemma2Arch, &kQwen2MoeArch, &kDeepseek2Arch};
+const std::array<const ArchDef*, 7> kArchs = {&kLlamaArch,  &kQwen2Arch,    &kPhi3Arch,
+                                              &kGemma2Arch, &kQwen2MoeArch, &kDeepseek2Arch,
+                                              &kQwen3Arch};
 }
 
 const ArchDef* find_arch(std::string_view name) {

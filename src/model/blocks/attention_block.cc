@@ -56,6 +56,10 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
                                     {&w.wk, k, w.bk.empty() ? nullptr : w.bk.data()},
                                     {&w.wv, v, w.bv.empty() ? nullptr : w.bv.data()}};
   kernels::matmul_group(qkv, h, T);
+  if (!w.q_norm.empty()) {  // Qwen3: each head's q and k RMS-normalised (rows of head_dim)
+    kernels::rms_norm(q, w.q_norm.data(), T * c.num_heads, c.head_dim, c.rms_norm_eps, q);
+    kernels::rms_norm(k, w.k_norm.data(), T * c.num_kv_heads, c.head_dim, c.rms_norm_eps, k);
+  }
   kernels::rope(q, T, c.num_heads, c.head_dim, batch.positions.data(), rope);
   kernels::rope(k, T, c.num_kv_heads, c.head_dim, batch.positions.data(), rope);
 

@@ -1,4 +1,5 @@
-// Self-attention block: QKV projections (+ optional biases), RoPE, KV cache write through each
+// Self-attention block: QKV projections (+ optional biases, + optional per-head q/k RMSNorm),
+// RoPE, KV cache write through each
 // sequence's block table, paged causal attention (through the layer's sliding window and with
 // the config's score soft-cap, when set), output projection.
 #pragma once
@@ -16,6 +17,7 @@ namespace pagoda::model {
 struct AttentionWeights {
   kernels::WeightView wq, wk, wv, wo;  // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
   std::vector<float> bq, bk, bv;       // empty, or [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> q_norm, k_norm;   // empty, or [head_dim]: per-head RMSNorm before RoPE
   int32_t window = 0;                  // this layer's sliding window (0: the whole causal context)
 };
 

@@ -71,7 +71,9 @@ fs::path hf_fixtures(std::string* why) {
     const bool fresh = fs::exists(stamp) &&
                        fs::last_write_time(stamp, ec) >= fs::last_write_time(script, ec) &&
                        fs::last_write_time(stamp, ec) >=
-                           fs::last_write_time(script.parent_path() / "gguf_reader.py", ec);
+                           fs::last_write_time(script.parent_path() / "gguf_reader.py", ec) &&
+                       fs::last_write_time(stamp, ec) >=
+                           fs::last_write_time(script.parent_path() / "arch_fixtures.py", ec);
     if (!fresh) {
       const std::string cmd = "/usr/bin/python3 '" + script.string() + "' --fixtures '" +
                               testing::fixtures_dir().string() + "' --out '" + out.string() + "'";
@@ -117,6 +119,9 @@ const FromGgufCase kFromGguf[] = {
     {"qwen2-f32", "qwen2-Q8_0", 0.25, 0.0},
     {"moe-f16", nullptr, 0, 0},
     {"phi3-f32", "arch/phi3-Q8_0", 0.25, 0.0},
+    {"gemma2-f32", "arch/gemma2-Q8_0", 0.25, 0.0},
+    {"qwen2moe-f32", "arch/qwen2moe-Q8_0", 0.25, 0.0},
+    {"deepseek2-f32", "arch/deepseek2-Q8_0", 0.25, 0.0},
 };
 
 // Both prompts of a reference (directories), or only the first (converted files, to keep the
@@ -219,8 +224,8 @@ double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::jso
   return worst;
 }
 
-const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16", "mixtral-f32", "llama3-f32",
-                                   "qwen2-yarn-f32"};
+const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16",      "mixtral-f32",
+                                   "llama3-f32",   "qwen2-yarn-f32", "qwen3-f32"};
 
 class HfRandomTest : public ::testing::TestWithParam<const char*> {};
 
@@ -455,6 +460,9 @@ const QuantCase kQuantCases[] = {
     {"qwen2-f32", "Q8_0", "qwen2-Q8_0", "qwen2-Q8_0", nullptr, 0.90},
     {"moe-f16", "Q8_0", "moe-Q8_0", "moe-Q8_0", nullptr, 0.85},
     {"phi3-f32", "Q8_0", "arch/phi3-Q8_0", "arch/phi3-Q8_0", nullptr, 0.90},
+    {"gemma2-f32", "Q8_0", "arch/gemma2-Q8_0", "arch/gemma2-Q8_0", nullptr, 0.90},
+    {"qwen2moe-f32", "Q8_0", "arch/qwen2moe-Q8_0", "arch/qwen2moe-Q8_0", nullptr, 0.85},
+    {"deepseek2-f32", "Q8_0", "arch/deepseek2-Q8_0", "arch/deepseek2-Q8_0", nullptr, 0.85},
 };
 
 INSTANTIATE_TEST_SUITE_P(Types, HfConvertQuantTest, ::testing::ValuesIn(kQuantCases),
@@ -518,6 +526,41 @@ with open(out + "/model.safetensors", "wb") as f:
   EXPECT_NE(r.err.find("blk.0.ffn_down_exps.weight: expert 1 is missing"), std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// A from-gguf directory whose config.json disagrees with its tensors: the load names the tensor.
+TEST(HfFamilyHostileTest, InconsistentConfigIsAClearError) {
+  REQUIRE_HF_FIXTURES(root);
+  struct Case {
+    const char* dir;
+    const char* key;
+    int value;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"deepseek2-f32", "kv_lora_rank", 32, "attn_kv_a_mqa.weight' has shape"},
+      {"deepseek2-f32", "q_lora_rank", 64, "attn_q_a.weight' has shape"},
+      {"qwen2moe-f32", "num_experts", 4, "names expert 4 of 4"},
+      {"qwen2moe-f32", "shared_expert_intermediate_size", 256, "ffn_gate_shexp.weight' has shape"},
+      {"gemma2-f32", "head_dim", 64, "attn_q.weight' has shape"},
+  };
+  for (const Case& c : cases) {
+    const fs::path src = root / "from-gguf" / c.dir;
+    const fs::path dir = testing::scratch_dir() / (std::string(c.dir) + "-" + c.key);
+    fs::create_directories(dir);
+    nlohmann::json config = read_json(src / "config.json");
+    config[c.key] = c.value;
+    std::ofstream(dir / "config.json") << config.dump();
+    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+      std::error_code ec;
+      fs::remove(dir / f, ec);
+      fs::create_symlink(src / f, dir / f);
+    }
+    auto loaded = loader::load_model(dir.string());
+    ASSERT_FALSE(loaded.ok()) << c.dir << " " << c.key;
+    EXPECT_NE(loaded.status().message().find(c.expected), std::string::npos)
+        << c.dir << " " << c.key << ": " << loaded.status().to_string();
+  }
 }
 
 // ---- the CLI with a directory as -m

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "format/hf_config.h"
+#include "loader/hf/hf_families.h"
 
 namespace pagoda::loader {
 namespace {
@@ -216,6 +217,207 @@ TEST(HfModelConfigTest, Llama3RopeFactorsMatchTransformers) {
   EXPECT_GT(low, 0);
   EXPECT_GT(mid, 0);
   EXPECT_GT(high, 0);
+}
+
+}  // namespace
+}  // namespace pagoda::loader
+
+namespace pagoda::loader {
+namespace {
+
+// Gemma 2, Qwen2-MoE and DeepSeek-V2 (hf_families.h): config fields, tensor names, refusals.
+constexpr const char* kGemma2 = R"({"architectures": ["Gemma2ForCausalLM"], "hidden_size": 256,
+    "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 8192,
+    "vocab_size": 32000, "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 64,
+    "sliding_window": 8, "attn_logit_softcapping": 3.0, "final_logit_softcapping": 0.4})";
+constexpr const char* kQwen2Moe = R"({"architectures": ["Qwen2MoeForCausalLM"],
+    "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 2048,
+    "vocab_size": 1000, "hidden_act": "silu", "num_experts": 8, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 128, "shared_expert_intermediate_size": 512,
+    "norm_topk_prob": false})";
+constexpr const char* kDeepseek = R"({"architectures": ["DeepseekV2ForCausalLM"],
+    "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "max_position_embeddings": 2048,
+    "vocab_size": 1000, "hidden_act": "silu", "q_lora_rank": 128, "kv_lora_rank": 64,
+    "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "n_routed_experts": 8,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 128, "n_shared_experts": 2,
+    "first_k_dense_replace": 1, "routed_scaling_factor": 2.0, "topk_method": "greedy"})";
+
+Result<model::ModelConfig> config_of(const std::string& text) {
+  PAGODA_ASSIGN_OR_RETURN(format::HfConfig hf, format::parse_hf_config(text));
+  return model_config_from_hf(hf, nullptr);
+}
+
+// `base` with `patch` ("key": value) merged in (a later duplicate key would be refused).
+std::string with(const char* base, const std::string& key, const std::string& value) {
+  std::string s = base;
+  const size_t at = s.find("\"" + key + "\"");
+  if (at != std::string::npos) {
+    const size_t end = s.find_first_of(",}", s.find(':', at));
+    s.replace(at, end - at, "\"" + key + "\": " + value);
+  } else {
+    s.insert(s.size() - 1, ", \"" + key + "\": " + value);
+  }
+  return s;
+}
+
+std::string error_of(const std::string& text) {
+  auto c = config_of(text);
+  return c.ok() ? "<ok>" : c.status().message();
+}
+
+TEST(HfFamilyConfigTest, Gemma2) {
+  auto c = config_of(kGemma2);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "gemma2");
+  EXPECT_EQ(c->ffn_activation, model::FfnActivation::kGeluTanh);
+  EXPECT_TRUE(c->post_norms);
+  EXPECT_FLOAT_EQ(c->attn_scale, 0.125f);  // 64^-1/2, not head_dim's 32^-1/2
+  EXPECT_FLOAT_EQ(c->attn_softcap, 3.0f);
+  EXPECT_FLOAT_EQ(c->final_softcap, 0.4f);
+  EXPECT_FLOAT_EQ(c->embedding_scale, 16.0f);
+  EXPECT_EQ(c->layer_window(0), 8);
+  EXPECT_EQ(c->layer_window(1), 0);
+  EXPECT_EQ(c->rope_style, kernels::RopeStyle::kNeox);
+  EXPECT_NE(error_of(with(kGemma2, "hidden_activation", "\"silu\"")).find("hidden_activation"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kGemma2, "attn_logit_softcapping", "-1")).find("attn_logit_softcapping"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kGemma2, "sliding_window", "0")).find("sliding_window"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kGemma2, "query_pre_attn_scalar", "0")).find("query_pre_attn_scalar"),
+            std::string::npos);
+}
+
+TEST(HfFamilyConfigTest, Qwen2Moe) {
+  auto c = config_of(kQwen2Moe);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen2moe");
+  EXPECT_EQ(c->num_experts, 8);
+  EXPECT_EQ(c->num_experts_used, 2);
+  EXPECT_EQ(c->expert_ffn(), 128);
+  EXPECT_EQ(c->shared_expert_ffn_dim, 512);
+  EXPECT_TRUE(c->shared_expert_gated);
+  EXPECT_FALSE(c->moe_norm_weights);
+  EXPECT_TRUE(c->has_qkv_bias);
+  EXPECT_NE(error_of(with(kQwen2Moe, "num_experts_per_tok", "9")).find("num_experts_per_tok"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kQwen2Moe, "norm_topk_prob", "true")).find("norm_topk_prob"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kQwen2Moe, "mlp_only_layers", "[1]")).find("mlp_only_layers"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kQwen2Moe, "decoder_sparse_step", "2")).find("decoder_sparse_step"),
+            std::string::npos);
+  std::string no_shared = kQwen2Moe;
+  no_shared.erase(no_shared.find(", \"shared_expert_intermediate_size\": 512"), 39);
+  EXPECT_NE(error_of(no_shared).find("shared_expert_intermediate_size is missing"),
+            std::string::npos)
+      << error_of(no_shared);
+}
+
+TEST(HfFamilyConfigTest, DeepseekV2) {
+  auto c = config_of(kDeepseek);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "deepseek2");
+  EXPECT_TRUE(c->mla());
+  EXPECT_EQ(c->head_dim, 48);
+  EXPECT_EQ(c->rope_dims, 16);
+  EXPECT_EQ(c->value_dim(), 32);
+  EXPECT_EQ(c->q_lora_rank, 128);
+  EXPECT_EQ(c->kv_lora_rank, 64);
+  EXPECT_EQ(c->leading_dense_layers, 1);
+  EXPECT_EQ(c->expert_shared_count, 2);
+  EXPECT_EQ(c->shared_expert_ffn_dim, 256);  // the shared experts fused
+  EXPECT_FLOAT_EQ(c->moe_weights_scale, 2.0f);
+  EXPECT_FALSE(c->moe_norm_weights);
+  EXPECT_EQ(c->rope_style, kernels::RopeStyle::kInterleaved);
+  // Renormalised weights are not scaled (DeepSeek-V2's MoEGate).
+  auto n = config_of(with(kDeepseek, "norm_topk_prob", "true"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_TRUE(n->moe_norm_weights);
+  EXPECT_FLOAT_EQ(n->moe_weights_scale, 1.0f);
+  EXPECT_NE(error_of(with(kDeepseek, "scoring_func", "\"sigmoid\"")).find("scoring_func"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kDeepseek, "topk_method", "\"noaux_tc\"")).find("topk_method"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kDeepseek, "topk_method",
+                          "\"group_limited_greedy\", \"n_group\": 8, "
+                          "\"topk_group\": 3"))
+                .find("topk_group"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kDeepseek, "first_k_dense_replace", "4")).find("first_k_dense_replace"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kDeepseek, "kv_lora_rank", "0")).find("kv_lora_rank"), std::string::npos);
+  EXPECT_NE(error_of(with(kDeepseek, "qk_rope_head_dim", "null")).find("qk_rope_head_dim"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kDeepseek, "routed_scaling_factor", "-2")).find("routed_scaling_factor"),
+            std::string::npos);
+}
+
+TEST(HfFamilyConfigTest, Qwen3) {
+  constexpr const char* kQwen3 = R"({"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 256,
+      "vocab_size": 1000, "hidden_act": "silu", "attention_bias": false})";
+  auto c = config_of(kQwen3);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "qwen3");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->has_qkv_bias);
+  EXPECT_EQ(c->q_dim(), 128);
+  EXPECT_NE(error_of(with(kQwen3, "attention_bias", "true")).find("attention_bias"),
+            std::string::npos);
+  bool skip = false;
+  int32_t layer = -1, expert = -1;
+  EXPECT_EQ(gguf_name_of("model.layers.1.self_attn.k_norm.weight", &skip, &layer, &expert, "qwen3")
+                .value_or("<none>"),
+            "blk.1.attn_k_norm.weight");
+  EXPECT_FALSE(
+      gguf_name_of("model.layers.1.self_attn.k_norm.weight", &skip, &layer, &expert, "qwen2"));
+}
+
+TEST(HfFamilyConfigTest, TensorNames) {
+  bool skip = false;
+  int32_t layer = -1, expert = -1;
+  auto name = [&](const char* hf, std::string_view arch) {
+    auto n = gguf_name_of(hf, &skip, &layer, &expert, arch);
+    return n ? *n : std::string("<none>");
+  };
+  EXPECT_EQ(name("model.layers.3.post_attention_layernorm.weight", "gemma2"),
+            "blk.3.post_attention_norm.weight");
+  EXPECT_EQ(name("model.layers.3.post_attention_layernorm.weight", "llama"),
+            "blk.3.ffn_norm.weight");
+  EXPECT_EQ(name("model.layers.3.pre_feedforward_layernorm.weight", "gemma2"),
+            "blk.3.ffn_norm.weight");
+  EXPECT_EQ(name("model.layers.3.post_feedforward_layernorm.weight", "gemma2"),
+            "blk.3.post_ffw_norm.weight");
+  EXPECT_EQ(name("model.layers.1.mlp.experts.5.down_proj.weight", "qwen2moe"),
+            "blk.1.ffn_down.5.weight");
+  EXPECT_EQ(expert, 5);
+  EXPECT_EQ(name("model.layers.1.mlp.shared_expert_gate.weight", "qwen2moe"),
+            "blk.1.ffn_gate_inp_shexp.weight");
+  EXPECT_EQ(name("model.layers.1.mlp.shared_expert.up_proj.weight", "qwen2moe"),
+            "blk.1.ffn_up_shexp.weight");
+  EXPECT_EQ(name("model.layers.1.mlp.shared_experts.up_proj.weight", "deepseek2"),
+            "blk.1.ffn_up_shexp.weight");
+  EXPECT_EQ(name("model.layers.0.self_attn.kv_b_proj.weight", "deepseek2"),
+            "blk.0.attn_kv_b.weight");
+  EXPECT_EQ(name("model.layers.0.self_attn.q_proj.weight", "deepseek2"), "blk.0.attn_q.weight");
+  for (const char* bad :
+       {"model.layers.1.mlp.experts.05.up_proj.weight", "model.layers.1.mlp.experts.1.w1.weight",
+        "model.layers.1.mlp.experts.1.up_proj.bias",
+        "model.layers.1.mlp.shared_expert_gate.bias"}) {
+    EXPECT_EQ(name(bad, "qwen2moe"), "<none>") << bad;
+  }
+  // Another family's names are not accepted.
+  EXPECT_EQ(name("model.layers.0.self_attn.kv_b_proj.weight", "qwen2moe"), "<none>");
+  EXPECT_EQ(name("model.layers.1.mlp.experts.1.up_proj.weight", "llama"), "<none>");
+  EXPECT_TRUE(hf_norm_adds_one("gemma2", "blk.0.post_ffw_norm.weight"));
+  EXPECT_TRUE(hf_norm_adds_one("gemma2", "output_norm.weight"));
+  EXPECT_FALSE(hf_norm_adds_one("qwen2moe", "output_norm.weight"));
+  EXPECT_FALSE(hf_norm_adds_one("gemma2", "blk.0.attn_q.weight"));
 }
 
 }  // namespace
