@@ -20,13 +20,13 @@
 
 #include "api/kv_cache_sizing.h"
 #include "backend/kv_storage.h"
-#include "base/page_buffer.h"
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/model_loader.h"
+#include "planner/bandwidth_probe.h"
 
 namespace pagoda::cli {
 namespace {
@@ -43,39 +43,7 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Read bandwidth of this machine in GB/s: all threads summing a buffer far larger than the
-// caches, on huge pages as the model's weights are (base/page_buffer.h; without them the probe
-// would understate what the weights can stream at). Each measurement is the best of a few passes,
-// not their median: on a shared machine the neighbours only ever lower it, and a higher bandwidth
-// makes the roofline percentage stricter. The decode benchmark measures right before each repeat,
-// so a machine whose speed drifts (a shared VM) is compared with itself at that moment.
-class BandwidthProbe {
- public:
-  static Result<BandwidthProbe> create() {
-    BandwidthProbe probe;
-    PAGODA_ASSIGN_OR_RETURN(probe.memory_, PageBuffer::allocate(kBytes, HugePages::kYes));
-    auto* buf = reinterpret_cast<uint64_t*>(probe.memory_.data());
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < kBytes / sizeof(uint64_t); ++i)
-      buf[i] = i;
-    return probe;
-  }
-  double measure(int passes) {
-    double best = 0;
-    for (int r = 0; r < passes; ++r) {
-      const auto t0 = Clock::now();
-      sink_ = sink_ + kernels::stream_sum(reinterpret_cast<const uint64_t*>(memory_.data()),
-                                          kBytes / sizeof(uint64_t));
-      best = std::max(best, static_cast<double>(kBytes) / seconds_since(t0) / 1e9);
-    }
-    return best;
-  }
-
- private:
-  static constexpr size_t kBytes = size_t{1} << 30;
-  PageBuffer memory_;
-  volatile uint64_t sink_ = 0;
-};
+using planner::BandwidthProbe;  // planner/bandwidth_probe.h
 
 // Bytes of weights one decoded token reads: every tensor once, except the embedding table (one
 // row) unless it doubles as the output projection, and only the used share of MoE experts.

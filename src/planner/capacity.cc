@@ -1,0 +1,167 @@
+#include "planner/capacity.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pagoda::planner {
+namespace {
+
+Status validate(const Workload& w) {
+  if (!(w.qps > 0) || w.qps > 1e9) return invalid_argument("--qps must be in (0, 1e9]");
+  if (w.input_len < 1 || w.input_len > model::ConfigLimits::kMaxContext) {
+    return invalid_argument("--input-len must be in [1, {}]", model::ConfigLimits::kMaxContext);
+  }
+  if (w.output_len < 1 || w.output_len > model::ConfigLimits::kMaxContext) {
+    return invalid_argument("--output-len must be in [1, {}]", model::ConfigLimits::kMaxContext);
+  }
+  if (!(w.p99_ttft_s >= 0) || w.p99_ttft_s > 1e6)
+    return invalid_argument("--p99-ttft must be in [0, 1e6] s");
+  if (!(w.p99_tpot_s >= 0) || w.p99_tpot_s > 1e6)
+    return invalid_argument("--p99-tpot must be in [0, 1e6] s");
+  if (!(w.price_per_hour >= 0) || w.price_per_hour > 1e6) {
+    return invalid_argument("--price-per-hour must be in [0, 1e6]");
+  }
+  if (!(w.api_price_per_1m_tokens >= 0) || w.api_price_per_1m_tokens > 1e6) {
+    return invalid_argument("--api-price-per-1m-tokens must be in [0, 1e6]");
+  }
+  if (w.clients < 1 || w.clients > 65536)
+    return invalid_argument("--clients must be in [1, 65536]");
+  if (w.max_num_seqs < 1 || w.max_num_seqs > 65536) {
+    return invalid_argument("--max-num-seqs must be in [1, 65536]");
+  }
+  if (w.max_batched_tokens < 1 || w.max_batched_tokens > (1 << 24)) {
+    return invalid_argument("--max-num-batched-tokens must be in [1, 2^24]");
+  }
+  if (!(w.kv_bytes_per_element > 0) || w.kv_bytes_per_element > 8) {
+    return invalid_argument("KV cache bytes per element out of range");
+  }
+  return Status::ok_status();
+}
+
+struct Load {
+  double tpot = 0, p99_tpot = 0, ttft0 = 0;
+};
+
+// Step times with `batch` sequences decoding under steady load.
+Load at_batch(const DeviceSetup& s, const Workload& w, double batch) {
+  const double in = static_cast<double>(w.input_len), out = static_cast<double>(w.output_len);
+  const double ctx = in + out / 2;
+  const double chunk = std::min<double>(in, static_cast<double>(w.max_batched_tokens));
+  Load l;
+  l.tpot = step_cost(s, batch, ctx, batch * in / out, in / 2).seconds;
+  l.p99_tpot = step_cost(s, batch, ctx, std::max(batch * in / out, chunk), in / 2).seconds;
+  l.ttft0 = std::ceil(in / chunk) * step_cost(s, batch, ctx, chunk, in / 2).seconds;
+  return l;
+}
+
+// p99 of the wait for a slot in M/M/c.
+double wait_p99(int64_t c, double mu, double lambda) {
+  const double a = lambda / mu;
+  if (a >= static_cast<double>(c)) return INFINITY;
+  const double pw = erlang_c(c, a);
+  if (pw <= 0.01) return 0;
+  return std::log(pw / 0.01) / (static_cast<double>(c) * mu - lambda);
+}
+
+}  // namespace
+
+double erlang_c(int64_t servers, double a) {
+  if (servers <= 0 || !(a >= 0)) return 1;
+  if (a >= static_cast<double>(servers)) return 1;
+  double b = 1;  // Erlang B by its recurrence (stable for large c)
+  for (int64_t k = 1; k <= servers; ++k)
+    b = a * b / (static_cast<double>(k) + a * b);
+  const double rho = a / static_cast<double>(servers);
+  return b / (1 - rho * (1 - b));
+}
+
+Result<std::vector<PlanRow>> make_plan(const PlanModel& model, const HardwareSpec& hw,
+                                       int32_t max_tp, const Workload& w) {
+  PAGODA_RETURN_IF_ERROR(validate(w));
+  const model::ModelConfig& c = model.config;
+  const double in = static_cast<double>(w.input_len), out = static_cast<double>(w.output_len);
+  if (w.input_len + w.output_len > c.context_length) {
+    return invalid_argument("--input-len + --output-len = {} exceeds the model's context {}",
+                            w.input_len + w.output_len, c.context_length);
+  }
+  std::vector<PlanRow> rows;
+  for (const QuantScheme& q : quant_schemes(hw, model)) {
+    for (int32_t tp = 1; tp <= max_tp; tp *= 2) {
+      // Heads split evenly over the ranks (vLLM's requirement).
+      if (c.num_heads % tp != 0) continue;
+      if (hw.is_cpu() && tp > 1) break;
+      PlanRow r;
+      r.quant = q;
+      r.tp = tp;
+      DeviceSetup s{&model, &hw, q, tp, w.kv_bytes_per_element};
+      r.weight_gb_per_device = weight_bytes(model, q) / tp / 1e9;
+      r.kv_bytes_per_token = kv_bytes_per_token(s);
+      const double free_bytes = hw.usable_bytes() - r.weight_gb_per_device * 1e9;
+      const double seq_tokens = in + out;
+      r.kv_tokens =
+          free_bytes > 0
+              ? static_cast<int64_t>(std::min(1e15, std::floor(free_bytes / r.kv_bytes_per_token)))
+              : 0;
+      r.max_seqs = static_cast<int64_t>(static_cast<double>(r.kv_tokens) / seq_tokens);
+      r.fits = r.max_seqs >= 1;
+      if (!r.fits) {
+        r.why_not = free_bytes <= 0 ? "weights do not fit" : "no room for one sequence's KV";
+      }
+      r.ttft_s = prefill_seconds(s, in);
+      r.prefill_tps = in / r.ttft_s;
+      r.tpot_s = step_cost(s, 1, in + out / 2, 0, 0).seconds;
+      r.decode_tps = 1 / r.tpot_s;
+      const double clients = std::min<double>(w.clients, std::max<int64_t>(1, r.max_seqs));
+      r.clients_output_tps =
+          clients / step_cost(s, clients, in + out / 2, clients * in / out, in / 2).seconds;
+      if (r.fits) {
+        const int64_t max_batch = std::min<int64_t>(r.max_seqs, w.max_num_seqs);
+        double best = 0;
+        // Every batch up to 8, then steps of an eighth, ending exactly at max_batch.
+        for (int64_t b = 1; b <= max_batch;
+             b = b == max_batch ? max_batch + 1 : std::min(max_batch, b < 8 ? b + 1 : b + b / 8)) {
+          const Load l = at_batch(s, w, static_cast<double>(b));
+          if (w.p99_tpot_s > 0 && l.p99_tpot > w.p99_tpot_s) break;  // grows with the batch
+          if (w.p99_ttft_s > 0 && l.ttft0 > w.p99_ttft_s) break;
+          const double mu = 1 / (l.ttft0 + out * l.tpot);
+          // The largest arrival rate within the utilisation cap and the TTFT target.
+          double lo = 0, hi = w.max_utilization * static_cast<double>(b) * mu;
+          if (w.p99_ttft_s > 0 && l.ttft0 + wait_p99(b, mu, hi) > w.p99_ttft_s) {
+            for (int i = 0; i < 60; ++i) {
+              const double mid = (lo + hi) / 2;
+              (l.ttft0 + wait_p99(b, mu, mid) <= w.p99_ttft_s ? lo : hi) = mid;
+            }
+            hi = lo;
+          }
+          if (hi > best) {
+            best = hi;
+            r.batch = static_cast<int32_t>(b);
+            r.batch_tpot_s = l.tpot;
+            r.batch_p99_tpot_s = l.p99_tpot;
+          }
+        }
+        r.meets_targets = best > 0;
+        r.capacity_qps = best;
+        r.output_tps_at_capacity = best * out;
+        if (r.meets_targets) {
+          r.replicas = static_cast<int64_t>(std::ceil(w.qps / best - 1e-9));
+          r.devices = r.replicas * tp;
+          const Load l = at_batch(s, w, r.batch);
+          const double mu = 1 / (l.ttft0 + out * l.tpot);
+          r.load_p99_ttft_s =
+              l.ttft0 + wait_p99(r.batch, mu, w.qps / static_cast<double>(r.replicas));
+        }
+      }
+      const double tokens_per_month = w.qps * (in + out) * 3600 * kHoursPerMonth;
+      if (r.meets_targets && w.price_per_hour > 0) {
+        r.monthly_cost = static_cast<double>(r.devices) * w.price_per_hour * kHoursPerMonth;
+        r.cost_per_1m_tokens = r.monthly_cost / tokens_per_month * 1e6;
+      }
+      r.api_monthly_cost = tokens_per_month / 1e6 * w.api_price_per_1m_tokens;
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+}  // namespace pagoda::planner

@@ -1,0 +1,71 @@
+// The roofline of one engine step on one tensor-parallel group: every weight matrix is read once
+// per step for the whole batch (MoE: the experts the batch's tokens pick) and multiplied with
+// every token of the step; each sequence's KV is read once per decode token; a step's time is,
+// per matrix, the larger of its memory and compute times, plus attention, plus two all-reduces
+// per layer over the interconnect when tp > 1. GPUs use peak x achievable fraction; `cpu` uses
+// the matmul rates its probe measured per weight type (cpu_probe.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+
+namespace pagoda::planner {
+
+// How the weights are stored. Matrices of the transformer blocks use `linear`; the embedding and
+// the output projection their own (GPU INT8/INT4 checkpoints keep them F16).
+struct QuantScheme {
+  enum class Layout {
+    kType,         // a ggml type: rows x row_size_bytes(dtype, cols)
+    kInt8Channel,  // INT8 weights + one F16 scale per output row (W8A8, per-channel)
+    kInt4Group,    // 4-bit weights + an F16 scale and a 4-bit zero per 128 weights (AWQ/GPTQ g128)
+    kFile,         // each matrix's own type (a GGUF file)
+  };
+  std::string name;    // "f16", "int8", "int4", "file"
+  std::string format;  // what it means here: "Q4_0 (output Q6_K)", "AWQ/GPTQ g128", ...
+  Layout layout = Layout::kType;
+  tensor::DType linear = tensor::DType::kF16;
+  tensor::DType embedding = tensor::DType::kF16;
+  tensor::DType output = tensor::DType::kF16;
+  bool int8_compute = false;  // prefill on the INT8 peak
+};
+
+// The schemes planned on this hardware: f16, int8, int4 (GPU: W8A8 / AWQ-GPTQ g128; cpu:
+// pagoda's Q8_0 / Q4_0), plus "file" for a GGUF model.
+std::vector<QuantScheme> quant_schemes(const HardwareSpec& hw, const PlanModel& model);
+
+// Bytes of one matrix of m (count 1) under the scheme.
+double matrix_bytes(const WeightMatrix& m, const QuantScheme& q);
+// All weights of the model under the scheme (whole model, before tensor parallelism).
+double weight_bytes(const PlanModel& model, const QuantScheme& q);
+
+struct DeviceSetup {
+  const PlanModel* model = nullptr;
+  const HardwareSpec* hw = nullptr;
+  QuantScheme quant;
+  int32_t tp = 1;
+  double kv_bytes_per_element = 2;  // f16 2, q8_0 34/32, fp8 1
+};
+
+// KV bytes one token occupies on each device of the group.
+double kv_bytes_per_token(const DeviceSetup& s);
+
+struct StepCost {
+  double seconds = 0;
+  double matmul_s = 0, attention_s = 0, comm_s = 0;
+};
+
+// One step computing `decode_seqs` sequences' next token at context `decode_ctx` plus
+// `prefill_tokens` prompt tokens attending to `prefill_ctx` earlier tokens on average.
+StepCost step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
+                   double prefill_tokens, double prefill_ctx);
+
+// A whole prompt of `len` tokens as one step (as `pagoda bench` measures prefill).
+inline double prefill_seconds(const DeviceSetup& s, double len) {
+  return step_cost(s, 0, 0, len, len / 2).seconds;
+}
+
+}  // namespace pagoda::planner

@@ -1,0 +1,32 @@
+// libFuzzer target: the planner's hardware-table reader (data/hardware.json, --hardware-file,
+// cpu calibration files) and the --hardware argument on arbitrary bytes. Whatever it accepts
+// must hold in range (every number finite and positive where the plan divides by it) and
+// survive a write/read round trip.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "planner/hardware.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace pagoda::planner;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  (void)parse_hardware_request(text);
+  auto specs = parse_hardware_json(text);
+  if (!specs.ok()) return 0;
+  for (const HardwareSpec& s : *specs) {
+    if (!(s.memory_gb > 0 && s.bandwidth_gbs > 0 && s.fp16_tflops > 0)) __builtin_trap();
+    if (!(s.bandwidth_efficiency > 0 && s.compute_efficiency > 0)) __builtin_trap();
+    if (s.max_devices < 1 || (s.max_devices > 1 && !(s.interconnect_gbs > 0))) __builtin_trap();
+    if (!std::isfinite(s.usable_bytes())) __builtin_trap();
+    for (const auto& [dtype, rate] : s.matmul) {
+      if (!(rate.gemv_gbs > 0 && rate.gemm_gflops > 0)) __builtin_trap();
+    }
+    auto back = parse_hardware_json(hardware_to_json(s));
+    if (!back.ok() || back->size() != 1 || back->front().bandwidth_gbs != s.bandwidth_gbs) {
+      __builtin_trap();
+    }
+  }
+  return 0;
+}
