@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/quant.h"
 #include "tensor/float16.h"
 
 namespace pagoda::convert {
@@ -217,6 +218,31 @@ void q6_k_block(const float* x, const float* w, uint8_t* out) {
   }
 }
 
+// Σ w (x - decode(block))² of one encoded block of n values.
+double block_error(tensor::DType type, const uint8_t* block, const float* x, const float* w,
+                   int n) {
+  float y[256];
+  kernels::dequantize_row(type, block, y, n);
+  double err = 0;
+  for (int i = 0; i < n; ++i) {
+    const double e = static_cast<double>(x[i]) - y[i];
+    err += w[i] * e * e;
+  }
+  return err;
+}
+
+// Encodes one block with `fit`, then keeps the reference (round-to-nearest) encoding instead
+// when its weighted error is lower: the search never does worse than RTN under the weights.
+template <class Fit>
+void best_block(tensor::DType type, int n, size_t bytes, const float* x, const float* w,
+                uint8_t* out, Fit fit) {
+  fit(x, w, out);
+  uint8_t ref[256];
+  kernels::quantize_row(type, x, ref, n);
+  if (block_error(type, ref, x, w, n) < block_error(type, out, x, w, n))
+    std::memcpy(out, ref, bytes);
+}
+
 }  // namespace
 
 bool supports_weighted(tensor::DType type) {
@@ -246,17 +272,17 @@ void quantize_row_weighted(tensor::DType type, const float* x, const float* w, v
     case tensor::DType::kQ4_0:
       PAGODA_CHECK(n % 32 == 0);
       for (int64_t b = 0; b < n / 32; ++b)
-        q4_0_block(x + 32 * b, w + 32 * b, out + 18 * b);
+        best_block(type, 32, 18, x + 32 * b, w + 32 * b, out + 18 * b, q4_0_block);
       return;
     case tensor::DType::kQ4_K:
       PAGODA_CHECK(n % 256 == 0);
       for (int64_t b = 0; b < n / 256; ++b)
-        q4_k_block(x + 256 * b, w + 256 * b, out + 144 * b);
+        best_block(type, 256, 144, x + 256 * b, w + 256 * b, out + 144 * b, q4_k_block);
       return;
     case tensor::DType::kQ6_K:
       PAGODA_CHECK(n % 256 == 0);
       for (int64_t b = 0; b < n / 256; ++b)
-        q6_k_block(x + 256 * b, w + 256 * b, out + 210 * b);
+        best_block(type, 256, 210, x + 256 * b, w + 256 * b, out + 210 * b, q6_k_block);
       return;
     default:
       PAGODA_CHECK(false && "quantize_row_weighted: unsupported type");

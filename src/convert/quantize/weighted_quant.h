@@ -5,8 +5,10 @@
 // row's mean square. Each scale is chosen among 19 candidates around the round-to-nearest one
 // (and, for Q4_K's sub-blocks, 21 offsets of the min), refitted by weighted least squares for
 // the levels each candidate gives; the super-block scales of the K-quants are then quantised as
-// the reference does. Output bytes are the standard ggml block layouts (ggml-common.h), read
-// back with kernels::dequantize_row.
+// the reference does. Per block, the reference round-to-nearest encoding is kept instead when
+// its weighted error is lower, so the result is never worse than RTN under the weights. Output
+// bytes are the standard ggml block layouts (ggml-common.h), read back with
+// kernels::dequantize_row.
 #pragma once
 
 #include <cstdint>
