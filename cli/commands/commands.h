@@ -23,6 +23,8 @@ void register_bench_serve(CLI::App& app, CommandAction& action);
 void register_bench_grammar(CLI::App& app, CommandAction& action);
 void register_grammar(CLI::App& app, CommandAction& action);
 void register_plan(CLI::App& app, CommandAction& action);
+void register_perplexity(CLI::App& app, CommandAction& action);
+void register_imatrix(CLI::App& app, CommandAction& action);
 
 void register_bench(CLI::App& app, CommandAction& action);
 
@@ -37,10 +39,11 @@ inline CLI::App* bench_group(CLI::App& app) {
 
 inline std::vector<RegisterCommand> all_commands() {
   return {
-      &register_version, &register_logits,        &register_run,     &register_chat,
-      &register_inspect, &register_tokenize,      &register_synth,   &register_quantize,
-      &register_bench,   &register_bench_engine,  &register_serve,   &register_bench_serve,
-      &register_convert, &register_bench_grammar, &register_grammar, &register_plan,
+      &register_version,    &register_logits,        &register_run,     &register_chat,
+      &register_inspect,    &register_tokenize,      &register_synth,   &register_quantize,
+      &register_bench,      &register_bench_engine,  &register_serve,   &register_bench_serve,
+      &register_convert,    &register_bench_grammar, &register_grammar, &register_plan,
+      &register_perplexity, &register_imatrix,
   };
 }
 

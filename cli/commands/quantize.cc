@@ -11,6 +11,7 @@
 #include "cli/progress.h"
 #include "convert/quantize/model_quantizer.h"
 #include "format/gguf_file.h"
+#include "format/imatrix_file.h"
 
 namespace pagoda::cli {
 namespace {
@@ -19,6 +20,7 @@ struct QuantizeArgs {
   std::string input;
   std::string output;
   std::string type;
+  std::string imatrix;
   int threads = 0;
 };
 
@@ -32,7 +34,14 @@ int run_quantize(const QuantizeArgs& args) {
   auto in = format::GgufFile::open(args.input);
   if (!in.ok()) return fail(in.status().message());
 
+  format::Imatrix imatrix;
   convert::QuantizeOptions options;
+  if (!args.imatrix.empty()) {
+    auto m = format::read_imatrix(args.imatrix);
+    if (!m.ok()) return fail(m.status().message());
+    imatrix = std::move(m).value();
+    options.imatrix = &imatrix;
+  }
   options.file_type = *file_type;
   options.num_threads = args.threads;
   ProgressBar bar("quantize");
@@ -50,9 +59,10 @@ int run_quantize(const QuantizeArgs& args) {
     fallback += p.fallback ? 1 : 0;
   }
   std::printf(
-      "wrote %s: %s, %zu tensors (%zu re-encoded, %zu with a fallback type), %s -> %s in %.1f s\n",
+      "wrote %s: %s, %zu tensors (%zu re-encoded, %zu with imatrix weights, %zu with a fallback "
+      "type), %s -> %s in %.1f s\n",
       args.output.c_str(), std::string(convert::file_type_name(*file_type)).c_str(),
-      q->plans.size(), quantized, fallback, human_bytes(q->in_bytes).c_str(),
+      q->plans.size(), quantized, q->num_weighted, fallback, human_bytes(q->in_bytes).c_str(),
       human_bytes(q->out_bytes).c_str(), bar.elapsed_seconds());
   return 0;
 }
@@ -66,6 +76,9 @@ void register_quantize(CLI::App& app, CommandAction& action) {
   cmd->add_option("output", args->output, "Output GGUF file")->required();
   cmd->add_option("type", args->type, "Target: " + convert::file_type_names())->required();
   cmd->add_option("--threads", args->threads, "Threads (default: all)");
+  cmd->add_option("--imatrix", args->imatrix,
+                  "Importance matrix (pagoda imatrix / llama-imatrix .dat): weighted scale search "
+                  "for Q4_0, Q4_K and Q6_K tensors");
   cmd->callback([&action, args] { action = [args] { return run_quantize(*args); }; });
 }
 

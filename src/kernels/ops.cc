@@ -29,7 +29,9 @@
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
+#include "kernels/matmul_observer.h"
 #include "kernels/quant.h"
+#include "kernels/team.h"
 #include "kernels/team_op.h"
 
 namespace pagoda::kernels {
@@ -62,6 +64,8 @@ void for_rows(int64_t rows, int64_t work, Fn&& fn) {
   team_detail::for_rows(rows, work, kMinWorkPerThread, team_detail::available_threads(), fn);
 }
 
+std::atomic<MatmulObserver*> g_observer{nullptr};
+
 void check_weight(const WeightView& w) {
   PAGODA_CHECK(can_dequantize(w.dtype));
   PAGODA_CHECK(w.rows >= 0 && w.cols >= 0);
@@ -71,6 +75,14 @@ void check_weight(const WeightView& w) {
 }
 
 }  // namespace
+
+void set_matmul_observer(MatmulObserver* observer) {
+  g_observer.store(observer, std::memory_order_release);
+}
+
+MatmulObserver* matmul_observer() {
+  return g_observer.load(std::memory_order_acquire);
+}
 
 void matmul(const WeightView& w, const float* x, int64_t m, float* y, const float* bias) {
   const MatmulJob job{&w, y, bias};
@@ -134,6 +146,12 @@ std::pair<int64_t, int64_t> next_tail_piece(std::atomic<int64_t>& next, int64_t 
 void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   PAGODA_CHECK(m >= 0);
   if (jobs.empty() || m == 0) return;
+  if (MatmulObserver* observer = matmul_observer()) {
+    team_first([&] {
+      for (const MatmulJob& job : jobs)
+        observer->observe(*job.w, x, m);
+    });
+  }
   const int64_t cols = jobs[0].w->cols;
   constexpr size_t kMaxJobs = 8;
   PAGODA_CHECK(jobs.size() <= kMaxJobs && kMaxJobs < team_detail::OpShared::kCounters);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "tensor/dtype.h"
 
@@ -18,6 +19,9 @@ struct WeightView {
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
   const uint8_t* packed = nullptr;  // optional, owned elsewhere
+  // The tensor's name in its file ("blk.0.attn_q.weight") when the loader knows it, for the
+  // tools that observe matmuls (matmul_observer.h); it lives as long as the model's tensor source.
+  std::string_view name;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

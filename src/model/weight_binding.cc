@@ -57,6 +57,7 @@ Result<kernels::WeightView> WeightBinder::matrix(const std::string& name, int64_
   w.cols = cols;
   w.row_bytes = static_cast<size_t>(*tensor::row_size_bytes(t->dtype, static_cast<uint64_t>(cols)));
   w.data = t->data;
+  w.name = t->name;
   return w;
 }
 

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "base/mapped_file.h"
+#include "convert/quantize/weighted_quant.h"
 #include "format/gguf_file.h"
+#include "format/imatrix_file.h"
 #include "kernels/quant.h"
 #include "tensor/float16.h"
 
@@ -70,9 +72,9 @@ Status copy_tensor(const format::GgufTensorInfo& t, size_t index, SharedProgress
   return Status();
 }
 
-Status requantize_tensor(const format::GgufTensorInfo& t, tensor::DType out_type, int num_threads,
-                         size_t index, SharedProgress& progress,
-                         const format::GgufWriter::ByteSink& sink) {
+Status requantize_tensor(const format::GgufTensorInfo& t, tensor::DType out_type,
+                         const std::vector<float>* importance, int num_threads, size_t index,
+                         SharedProgress& progress, const format::GgufWriter::ByteSink& sink) {
   const uint64_t nx = t.dims[0];
   const uint64_t rows = t.num_elements / nx;
   // Both were validated when planning (row sizes exist for nx).
@@ -88,6 +90,7 @@ Status requantize_tensor(const format::GgufTensorInfo& t, tensor::DType out_type
 #pragma omp parallel num_threads(num_threads)
     {
       std::vector<float> row(static_cast<size_t>(nx));
+      std::vector<float> weights(importance != nullptr ? static_cast<size_t>(nx) : 0);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < count; ++r) {
         to_f32(t.dtype, src + static_cast<uint64_t>(r) * in_row, row.data(), nx);
@@ -99,8 +102,14 @@ Status requantize_tensor(const format::GgufTensorInfo& t, tensor::DType out_type
           bad_row.compare_exchange_strong(expected, static_cast<int64_t>(first) + r);
           continue;
         }
-        kernels::quantize_row(out_type, row.data(), dst + static_cast<uint64_t>(r) * out_row,
-                              static_cast<int64_t>(nx));
+        uint8_t* out_bytes = dst + static_cast<uint64_t>(r) * out_row;
+        if (importance != nullptr) {
+          element_weights(row.data(), importance->data(), static_cast<int64_t>(nx), weights.data());
+          quantize_row_weighted(out_type, row.data(), weights.data(), out_bytes,
+                                static_cast<int64_t>(nx));
+        } else {
+          kernels::quantize_row(out_type, row.data(), out_bytes, static_cast<int64_t>(nx));
+        }
       }
     }
     if (bad_row.load() >= 0) {
@@ -194,10 +203,22 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
     }
     out.out_bytes += *out_row * (t.num_elements / t.dims[0]);
     const tensor::DType type = plan.dtype;
+    const std::vector<float>* importance = nullptr;
+    if (options.imatrix != nullptr) {
+      const format::ImatrixEntry* e = options.imatrix->find(t.name);
+      if (e != nullptr && e->values.size() != t.dims[0]) {
+        return invalid_argument("imatrix entry '{}' has {} values, the tensor {} columns", t.name,
+                                e->values.size(), t.dims[0]);
+      }
+      if (e != nullptr && supports_weighted(type)) {
+        importance = &e->values;
+        ++out.num_weighted;
+      }
+    }
     out.writer.add_tensor(
         std::string(t.name), type, std::move(dims),
-        [&t, type, num_threads, i, shared](const format::GgufWriter::ByteSink& sink) {
-          return requantize_tensor(t, type, num_threads, i, *shared, sink);
+        [&t, type, importance, num_threads, i, shared](const format::GgufWriter::ByteSink& sink) {
+          return requantize_tensor(t, type, importance, num_threads, i, *shared, sink);
         });
   }
   return out;

@@ -17,13 +17,18 @@
 
 namespace pagoda::format {
 class GgufFile;
-}
+struct Imatrix;
+}  // namespace pagoda::format
 
 namespace pagoda::convert {
 
 struct QuantizeOptions {
   FileType file_type = FileType::kQ4_K_M;
   int num_threads = 0;  // 0: OpenMP's default
+  // Importance matrix (must outlive the write): tensors it covers whose type has a weighted
+  // quantiser (weighted_quant.h: Q4_0, Q4_K, Q6_K) are encoded minimising the weighted error;
+  // others (Q8_0, Q5_K, ...) are rounded to nearest, as llama.cpp does for Q8_0.
+  const format::Imatrix* imatrix = nullptr;
 };
 
 struct QuantizeProgress {
@@ -40,6 +45,7 @@ struct QuantizedModel {
   std::vector<TensorPlan> plans;  // per input tensor, in file order
   uint64_t in_bytes = 0;          // tensor data in
   uint64_t out_bytes = 0;         // tensor data out (without padding)
+  size_t num_weighted = 0;        // tensors encoded with imatrix weights
 };
 
 // Plans every tensor and builds the writer. Errors (before anything is written): a split file,
