@@ -24,6 +24,25 @@ void add_flash_attn_flag(CLI::App* cmd, bool& flash_attention) {
       "Flash attention: the online softmax (one walk over the KV blocks) instead of the exact one");
 }
 
+void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec) {
+  cmd->add_flag_callback(
+      "--speculative-ngram", [&spec] { spec.method = "ngram"; },
+      "Speculative decoding by prompt lookup: draft the continuation of the latest earlier match "
+      "of the last --ngram-min..--ngram-max tokens (no second model)");
+  cmd->add_option("--ngram-min", spec.ngram_min, "Shortest n-gram matched")->capture_default_str();
+  cmd->add_option("--ngram-max", spec.ngram_max, "Longest n-gram matched")->capture_default_str();
+  cmd->add_option("--num-speculative-tokens", spec.num_speculative_tokens,
+                  "Most draft tokens verified per request per step (k)")
+      ->capture_default_str();
+  cmd->add_option("--speculative-disable-batch-tokens", spec.disable_batch_tokens,
+                  "No speculation in a step whose running requests compute more tokens than "
+                  "this (0 = always speculate)")
+      ->capture_default_str();
+  cmd->add_flag_callback(
+      "--no-speculative-adaptive", [&spec] { spec.adaptive = false; },
+      "Always draft --num-speculative-tokens (default: k per request from its acceptance)");
+}
+
 std::string default_model_path() {
   // Installed next to the binary's source tree: <root>/build/bin/pagoda -> <root>/models.
   std::error_code ec;

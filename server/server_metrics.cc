@@ -1,6 +1,8 @@
 #include "server/server_metrics.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -79,6 +81,11 @@ struct ServerMetrics::Impl {
   Counter* ignored_fields = nullptr;
   Counter* prefix_queries = nullptr;
   Counter* prefix_hits = nullptr;
+  Counter* spec_drafts = nullptr;
+  Counter* spec_draft_tokens = nullptr;
+  Counter* spec_accepted = nullptr;
+  prometheus::Family<Counter>* spec_per_pos_family = nullptr;
+  std::vector<Counter*> spec_per_pos;  // guarded by mu; grows with the positions seen
   std::map<FinishReason, Counter*> success;
   Histogram* ttft = nullptr;
   Histogram* itl = nullptr;
@@ -139,6 +146,16 @@ ServerMetrics::ServerMetrics(const std::string& model_name) : impl_(std::make_un
                              "Prefix cache queries, in terms of number of queried tokens.");
   m.prefix_hits = counter("vllm:prefix_cache_hits_total",
                           "Prefix cache hits, in terms of number of cached tokens.");
+  // Speculative decoding, with vLLM's names (vllm/v1/spec_decode/metrics.py).
+  m.spec_drafts = counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.");
+  m.spec_draft_tokens =
+      counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.");
+  m.spec_accepted =
+      counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.");
+  m.spec_per_pos_family = &prometheus::BuildCounter()
+                               .Name("vllm:spec_decode_num_accepted_tokens_per_pos")
+                               .Help("Accepted tokens per draft position.")
+                               .Register(r);
   auto& success = prometheus::BuildCounter()
                       .Name("vllm:request_success_total")
                       .Help("Count of successfully processed requests.")
@@ -245,6 +262,22 @@ std::string ServerMetrics::render(const EngineStats* stats) {
     advance(m.preemptions_kv_full, stats->num_preemptions, prev.num_preemptions);
     advance(m.prefix_queries, stats->prefix_cache_queries, prev.prefix_cache_queries);
     advance(m.prefix_hits, stats->prefix_cache_hits, prev.prefix_cache_hits);
+    advance(m.spec_drafts, stats->spec_decode_num_drafts, prev.spec_decode_num_drafts);
+    advance(m.spec_draft_tokens, stats->spec_decode_num_draft_tokens,
+            prev.spec_decode_num_draft_tokens);
+    advance(m.spec_accepted, stats->spec_decode_num_accepted_tokens,
+            prev.spec_decode_num_accepted_tokens);
+    const std::vector<int64_t>& per_pos = stats->spec_decode_num_accepted_tokens_per_pos;
+    for (size_t i = 0; i < per_pos.size(); ++i) {
+      if (i >= m.spec_per_pos.size()) {
+        m.spec_per_pos.push_back(
+            &m.spec_per_pos_family->Add(m.with("position", std::to_string(i))));
+      }
+      const int64_t before = i < prev.spec_decode_num_accepted_tokens_per_pos.size()
+                                 ? prev.spec_decode_num_accepted_tokens_per_pos[i]
+                                 : 0;
+      advance(m.spec_per_pos[i], per_pos[i], before);
+    }
     m.last = *stats;
     m.have_last = true;
   } else {

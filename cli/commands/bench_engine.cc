@@ -64,6 +64,8 @@ struct BenchOpts {
   std::string kv_cache_dtype = "f16";
   bool flash_attn = false;
   std::string json_schema_file;
+  std::string prompt_file;
+  SpeculativeConfig speculative;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -89,6 +91,7 @@ int run_bench(const BenchOpts& o) {
   cfg.enable_prefix_caching = !o.no_prefix_caching;
   cfg.warm_up = !o.no_warmup;
   cfg.num_threads = o.threads;
+  cfg.speculative = o.speculative;
   StructuredOutputs constraint;
   if (!o.json_schema_file.empty()) {
     std::ifstream in(o.json_schema_file, std::ios::binary);
@@ -131,11 +134,23 @@ int run_bench(const BenchOpts& o) {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int32_t> output_lens;
   std::uniform_int_distribution<int32_t> in_len(in_lo, in_hi), out_len(out_lo, out_hi);
+  std::vector<int32_t> file_prompt;
+  if (!o.prompt_file.empty()) {
+    std::ifstream in(o.prompt_file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) return fail("--prompt-file: cannot read " + o.prompt_file);
+    file_prompt = engine.tokenize(text.str(), /*add_special=*/true, /*parse_special=*/false);
+    if (static_cast<int64_t>(file_prompt.size()) + out_hi > info.context_length) {
+      return fail("--prompt-file + --output-len exceeds the context length");
+    }
+  }
   for (int32_t r = 0; r < o.num_requests; ++r) {
     std::vector<int32_t> p = prefix;
     const int32_t n = in_len(rng);
     while (static_cast<int32_t>(p.size()) < n)
       p.push_back(draw());
+    if (!file_prompt.empty()) p = file_prompt;
     prompts.push_back(std::move(p));
     output_lens.push_back(out_len(rng));
   }
@@ -242,6 +257,19 @@ int run_bench(const BenchOpts& o) {
   j["preemptions"] = after.num_preemptions - before.num_preemptions;
   j["steps"] = steps;
   j["context_switches_per_step"] = switches_per_step;
+  const double drafts =
+      static_cast<double>(after.spec_decode_num_drafts - before.spec_decode_num_drafts);
+  const double draft_tokens =
+      static_cast<double>(after.spec_decode_num_draft_tokens - before.spec_decode_num_draft_tokens);
+  const double accepted = static_cast<double>(after.spec_decode_num_accepted_tokens -
+                                              before.spec_decode_num_accepted_tokens);
+  j["speculative"] = o.speculative.method;
+  j["spec_decode_num_drafts"] = drafts;
+  j["spec_decode_num_draft_tokens"] = draft_tokens;
+  j["spec_decode_num_accepted_tokens"] = accepted;
+  // vLLM's definitions: accepted / drafted tokens; tokens per verifying step (1 + accepted / runs).
+  j["spec_decode_acceptance_rate"] = draft_tokens > 0 ? accepted / draft_tokens : 0.0;
+  j["spec_decode_mean_accepted_length"] = drafts > 0 ? 1.0 + accepted / drafts : 0.0;
   if (o.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -303,6 +331,10 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "f16 | bf16 | q8_0 | f32");
   add_flash_attn_flag(cmd, o->flash_attn);
+  add_speculative_options(cmd, o->speculative);
+  cmd->add_option("--prompt-file", o->prompt_file,
+                  "Every request's prompt is this file's text (e.g. a copy-heavy workload for "
+                  "--speculative-ngram); replaces --input-len");
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Running sequences (default: concurrency)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step")

@@ -16,6 +16,7 @@ void register_run(CLI::App& app, CommandAction& action) {
     int32_t n_predict = 128;
     int64_t seed = -1;
     bool flash_attn = false;
+    SpeculativeConfig speculative;
     SamplingParams params = default_cli_sampling();
   };
   auto opts = std::make_shared<Opts>();
@@ -27,6 +28,7 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f32 | f16 | bf16 | q8_0");
   add_flash_attn_flag(cmd, opts->flash_attn);
+  add_speculative_options(cmd, opts->speculative);
   add_sampling_options(cmd, opts->params, opts->seed);
   cmd->callback([opts, &action] {
     action = [opts] {
@@ -36,6 +38,7 @@ void register_run(CLI::App& app, CommandAction& action) {
       config.model_path = path;
       config.kv_cache_dtype = opts->kv_cache_dtype;
       config.flash_attention = opts->flash_attn;
+      config.speculative = opts->speculative;
       config.max_num_seqs = 1;
       config.warm_up = false;  // one request: nothing to keep one-time costs away from
       // The KV cache holds the prompt and the generated tokens: a prompt of b bytes has at most

@@ -250,6 +250,7 @@ void register_serve(CLI::App& app, CommandAction& action) {
   cmd->add_option("--kv-cache-dtype", o.engine.kv_cache_dtype, "f16 | bf16 | q8_0 | f32")
       ->capture_default_str();
   add_flash_attn_flag(cmd, o.engine.flash_attention);
+  add_speculative_options(cmd, o.engine.speculative);
   cmd->add_option("--block-size", o.engine.block_size, "Tokens per KV block")
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", o.engine.max_num_seqs, "Running sequences per step")

@@ -18,6 +18,23 @@
 
 namespace pagoda {
 
+// Speculative decoding inside continuous batching: each step a decoding request may verify
+// several proposed tokens in the same batched forward pass as everyone's decodes and prefill
+// chunks; greedy outputs are identical to no speculation, sampled ones have the same
+// distribution (rejection sampling). See docs/design-notes.md.
+struct SpeculativeConfig {
+  // "" = off; "ngram" = prompt lookup (the continuation of the latest earlier match of the
+  // output's last ngram_min..ngram_max tokens in the prompt and output; no second model).
+  std::string method;
+  int32_t num_speculative_tokens = 4;  // most drafts per request per step, 1..64
+  int32_t ngram_min = 1;
+  int32_t ngram_max = 4;
+  // No drafts in a step whose running requests have more than this many tokens to compute
+  // (large batches gain nothing from speculation); 0 = never off.
+  int32_t disable_batch_tokens = 8;
+  bool adaptive = true;  // k per request from its recent acceptance (see scheduler.h)
+};
+
 struct EngineConfig {
   std::string model_path;   // GGUF file or Hugging Face model directory
   int32_t block_size = 16;  // tokens per KV block
@@ -50,6 +67,7 @@ struct EngineConfig {
   // A Jinja chat template (the text) used instead of the model's own; create() fails if it does
   // not parse. "" = the model's template.
   std::string chat_template;
+  SpeculativeConfig speculative;
 };
 
 struct StopConditions {
@@ -151,6 +169,14 @@ struct EngineStats {
   // ratio = sum_live_tokens / (sum_used_blocks * block_size).
   int64_t sum_used_blocks = 0;
   int64_t sum_live_tokens = 0;
+  // Speculative decoding (vLLM's vllm:spec_decode_* counters): verified draft runs (one per
+  // request per step), drafted tokens, accepted tokens, and per draft position i the runs whose
+  // i-th draft was accepted. Acceptance rate = accepted / draft tokens; mean accepted length
+  // (tokens per verifying step) = 1 + accepted / drafts.
+  int64_t spec_decode_num_drafts = 0;
+  int64_t spec_decode_num_draft_tokens = 0;
+  int64_t spec_decode_num_accepted_tokens = 0;
+  std::vector<int64_t> spec_decode_num_accepted_tokens_per_pos;
   bool loop_alive = true;  // false if the step loop died (the engine then refuses requests)
 };
 

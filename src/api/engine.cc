@@ -128,6 +128,15 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   if (config.max_queue < 0) {
     return invalid_argument("max_queue must be >= 0, got {}", config.max_queue);
   }
+  const SpeculativeConfig& spec = config.speculative;
+  if (!spec.method.empty() && spec.method != "ngram") {
+    return invalid_argument("speculative method must be \"\" (off) or ngram, got '{}'",
+                            spec.method);
+  }
+  if (spec.disable_batch_tokens < 0) {
+    return invalid_argument("speculative disable_batch_tokens must be >= 0, got {}",
+                            spec.disable_batch_tokens);
+  }
   PAGODA_ASSIGN_OR_RETURN(const tensor::DType kv_dtype,
                           api::parse_kv_cache_dtype(config.kv_cache_dtype));
   PAGODA_ASSIGN_OR_RETURN(const engine::SchedulingPolicy policy,
@@ -186,6 +195,9 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   e->grammars_ = std::make_shared<structured::GrammarCache>(
       structured::TokenTable::create(*e->loaded_.tokenizer, mc.vocab_size));
   rc.grammars = e->grammars_;
+  if (spec.method == "ngram") {
+    rc.ngram = runner::NgramConfig{spec.ngram_min, spec.ngram_max, spec.num_speculative_tokens};
+  }
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<runner::ModelRunner> runner,
                           runner::ModelRunner::create(*e->loaded_.model, rc));
   if (config.warm_up) {
@@ -217,6 +229,11 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   cc.scheduler.kv.num_blocks = static_cast<int32_t>(num_blocks);
   cc.scheduler.kv.block_size = config.block_size;
   cc.scheduler.kv.enable_prefix_caching = config.enable_prefix_caching;
+  if (!spec.method.empty()) {
+    cc.scheduler.speculative.num_speculative_tokens = spec.num_speculative_tokens;
+    cc.scheduler.speculative.disable_batch_tokens = spec.disable_batch_tokens;
+    cc.scheduler.speculative.adaptive = spec.adaptive;
+  }
   cc.vocab_size = mc.vocab_size;
   for (int32_t id = 0; id < std::min(tok.num_tokens(), mc.vocab_size); ++id) {
     if (tok.is_end_of_generation(id)) cc.eos_token_ids.push_back(id);

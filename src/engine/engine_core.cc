@@ -156,6 +156,10 @@ EngineStats EngineCore::stats() const {
   s.num_steps = num_steps_;
   s.sum_used_blocks = sum_used_blocks_;
   s.sum_live_tokens = sum_live_tokens_;
+  s.spec_decode_num_drafts = ss.spec_decode.num_drafts;
+  s.spec_decode_num_draft_tokens = ss.spec_decode.num_draft_tokens;
+  s.spec_decode_num_accepted_tokens = ss.spec_decode.num_accepted_tokens;
+  s.spec_decode_num_accepted_tokens_per_pos = ss.spec_decode.num_accepted_tokens_per_pos;
   s.loop_alive = loop_alive_;
   return s;
 }

@@ -100,6 +100,8 @@ class Request {
   std::optional<Clock::time_point> first_scheduled_time() const { return first_scheduled_time_; }
   // Prompt tokens served from the prefix cache at the first admission.
   int64_t num_cached_tokens() const { return num_cached_tokens_; }
+  std::span<const TokenId> draft_token_ids() const { return draft_token_ids_; }
+  int32_t num_speculative_tokens() const { return num_speculative_tokens_; }
   // Its SamplingGate has not opened yet: it may not be scheduled to sample.
   bool sampling_gated() const { return static_cast<bool>(sampling_gate_); }
 
@@ -131,6 +133,10 @@ class Request {
   bool admitted_once_ = false;
   bool scheduled_since_admission_ = false;  // false -> the next plan entry has is_new
   bool in_flight_ = false;                  // in the outstanding plan
+  // Speculative decoding: the runner's proposals for the tokens after the newest one (cleared
+  // on preemption), and how many of them the next step may verify (adaptive).
+  std::vector<TokenId> draft_token_ids_;
+  int32_t num_speculative_tokens_ = 0;
 };
 
 }  // namespace pagoda::engine

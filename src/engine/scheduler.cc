@@ -13,6 +13,7 @@ struct Scheduler::Candidate {
   int64_t num_new_tokens = 0;
   kv::SlotAllocation alloc;
   bool is_new = false;
+  int64_t num_drafts = 0;  // draft tokens verified after the request's own
 };
 
 Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
@@ -25,6 +26,17 @@ Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
   }
   if (config.max_model_len < 0) {
     return invalid_argument("max_model_len must be >= 0, got {}", config.max_model_len);
+  }
+  const SpeculativeSchedulingConfig& spec = config.speculative;
+  if (spec.num_speculative_tokens < 0 || spec.num_speculative_tokens > 64 ||
+      spec.num_speculative_tokens >= config.max_num_batched_tokens) {
+    return invalid_argument(
+        "num_speculative_tokens must be in [0, 64] and below max_num_batched_tokens ({}), got {}",
+        config.max_num_batched_tokens, spec.num_speculative_tokens);
+  }
+  if (spec.disable_batch_tokens < 0) {
+    return invalid_argument("speculative disable_batch_tokens must be >= 0, got {}",
+                            spec.disable_batch_tokens);
   }
   if (config.long_prefill_token_threshold < 0) {
     return invalid_argument("long_prefill_token_threshold must be >= 0, got {}",
@@ -82,6 +94,7 @@ Result<RequestId> Scheduler::add_request(NewRequest request) {
   }
   const RequestId id = next_id_++;
   auto r = std::make_unique<Request>(id, std::move(request), next_arrival_seq_++);
+  r->num_speculative_tokens_ = config_.speculative.num_speculative_tokens;
   waiting_.push_new(r.get());
   requests_.emplace(id, std::move(r));
   return id;
@@ -168,9 +181,10 @@ void Scheduler::preempt(Request* r, std::vector<Candidate>& chosen, int64_t& bud
   const auto it =
       std::find_if(chosen.begin(), chosen.end(), [r](const Candidate& c) { return c.r == r; });
   if (it != chosen.end()) {
-    budget += it->num_new_tokens;
+    budget += it->num_new_tokens + it->num_drafts;
     chosen.erase(it);
   }
+  r->draft_token_ids_.clear();
   kv_.free(r->id_);
   remove_running(r);
   r->status_ = RequestStatus::kPreempted;
@@ -225,6 +239,24 @@ step::StepPlan Scheduler::schedule() {
     if (!alloc) break;  // nothing after the request that could not fit alone will fit
     chosen.push_back(Candidate{r, n, std::move(*alloc), !r->scheduled_since_admission_});
     budget -= n;
+  }
+  // Drafts ride on the decodes as lookahead slots, from the budget every running request left
+  // (so they never delay one) and only from free blocks (never worth a preemption).
+  if (speculation_allowed()) {
+    for (Candidate& c : chosen) {
+      if (budget <= 0) break;
+      Request* r = c.r;
+      if (c.num_new_tokens != 1 || r->num_tokens() - r->num_computed_tokens_ != 1) continue;
+      const int64_t k = num_drafts_to_schedule(*r, budget);
+      if (k == 0) continue;
+      std::optional<kv::SlotAllocation> more = kv_.allocate_slots(r->kv_view(), 1, nullptr, k);
+      if (!more) continue;
+      c.alloc.new_block_ids.insert(c.alloc.new_block_ids.end(), more->new_block_ids.begin(),
+                                   more->new_block_ids.end());
+      c.alloc.copies.insert(c.alloc.copies.end(), more->copies.begin(), more->copies.end());
+      c.num_drafts = k;
+      budget -= k;
+    }
   }
   // Preemption is over for this step: publish what the running requests will compute, so the
   // requests admitted below can share it (see publish_scheduled_blocks).
@@ -281,6 +313,9 @@ step::StepPlan Scheduler::schedule() {
     s.num_prompt_tokens = r->num_prompt_tokens_;
     const auto begin = r->token_ids_.begin() + r->num_computed_tokens_;
     s.token_ids.assign(begin, begin + c.num_new_tokens);
+    s.token_ids.insert(s.token_ids.end(), r->draft_token_ids_.begin(),
+                       r->draft_token_ids_.begin() + c.num_drafts);
+    s.num_draft_tokens = static_cast<int32_t>(c.num_drafts);
     const std::span<const kv::BlockId> table = kv_.block_table(r->id_);
     s.block_table.assign(table.begin(), table.end());
     s.new_block_ids = std::move(c.alloc.new_block_ids);
@@ -295,7 +330,8 @@ step::StepPlan Scheduler::schedule() {
     s.num_samples = reaches_end ? 1 + r->num_pending_samples_ : 0;
     s.sample_index = r->sample_index_;
     s.sampling = r->sampling_;
-    plan.num_scheduled_tokens += c.num_new_tokens;
+    plan.num_scheduled_tokens += c.num_new_tokens + c.num_drafts;
+    // Drafts are not known tokens: they count as computed only once accepted.
     r->num_computed_tokens_ += c.num_new_tokens;
     r->scheduled_since_admission_ = true;
     r->in_flight_ = true;
@@ -364,10 +400,10 @@ void Scheduler::fill_event_info(const Request& r, RequestEvent& ev) {
   ev.first_scheduled_time = r.first_scheduled_time_;
 }
 
-RequestEvent Scheduler::append_token(Request* r, TokenId token, const TokenLogprobs* logprobs) {
+bool Scheduler::append_token(Request* r, TokenId token, const TokenLogprobs* logprobs,
+                             RequestEvent& ev) {
   r->token_ids_.push_back(token);
   ++num_generation_tokens_;
-  RequestEvent ev;
   ev.id = r->id_;
   ev.new_token_ids.push_back(token);
   if (logprobs != nullptr) ev.new_logprobs.push_back(*logprobs);
@@ -377,8 +413,56 @@ RequestEvent Scheduler::append_token(Request* r, TokenId token, const TokenLogpr
     ev.finish_reason = reason;
     ev.stop_token_id = stop_token;
     finish(r, *reason);
+    return true;
   }
-  return ev;
+  return false;
+}
+
+bool Scheduler::speculation_allowed() const {
+  const SpeculativeSchedulingConfig& spec = config_.speculative;
+  if (spec.num_speculative_tokens == 0) return false;
+  if (spec.disable_batch_tokens == 0) return true;
+  int64_t tokens = 0;
+  for (const Request* r : running_) {
+    tokens += std::max<int64_t>(0, uncomputed_schedulable(*r));
+    if (tokens > spec.disable_batch_tokens) return false;
+  }
+  return true;
+}
+
+int64_t Scheduler::num_drafts_to_schedule(const Request& r, int64_t budget) const {
+  if (r.draft_token_ids_.empty() || r.num_pending_samples_ > 0 || r.sampling_gated()) return 0;
+  // Every draft accepted yields num_drafts + 1 tokens: stay within max_tokens and
+  // max_model_len (the last draft's position is num_tokens - 1 + num_drafts).
+  int64_t k =
+      std::min<int64_t>(static_cast<int64_t>(r.draft_token_ids_.size()), r.num_speculative_tokens_);
+  k = std::min(k, budget);
+  k = std::min<int64_t>(k, r.stop_.max_tokens - r.num_output_tokens() - 1);
+  if (config_.max_model_len > 0) k = std::min(k, config_.max_model_len - r.num_tokens());
+  return std::max<int64_t>(k, 0);
+}
+
+void Scheduler::settle_drafts(Request* r, int32_t num_drafts, int32_t num_accepted, bool finished) {
+  SpecDecodeStats& st = spec_stats_;
+  ++st.num_drafts;
+  st.num_draft_tokens += num_drafts;
+  st.num_accepted_tokens += num_accepted;
+  if (st.num_accepted_tokens_per_pos.size() < static_cast<size_t>(num_drafts)) {
+    st.num_accepted_tokens_per_pos.resize(static_cast<size_t>(num_drafts), 0);
+  }
+  for (int32_t i = 0; i < num_accepted; ++i)
+    ++st.num_accepted_tokens_per_pos[static_cast<size_t>(i)];
+  if (finished) return;  // r is gone (its blocks with it)
+  // The accepted drafts' KV is valid; the slot after them (the correction / bonus token's) and
+  // those of the rejected drafts are not. Blocks past the known tokens go back to the pool.
+  r->num_computed_tokens_ += num_accepted;
+  kv_.trim(r->id_, kv_.num_blocks_for_tokens(r->num_tokens()));
+  const int32_t max_k = config_.speculative.num_speculative_tokens;
+  if (config_.speculative.adaptive) {
+    r->num_speculative_tokens_ = num_accepted == num_drafts
+                                     ? std::min(max_k, std::max(1, 2 * num_drafts))
+                                     : std::min(max_k, num_accepted + 1);
+  }
 }
 
 Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::StepPlan& plan,
@@ -401,7 +485,12 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
       return internal_error("runner output sampled[{}] is for request {}, plan expects {}", k, o.id,
                             s.id);
     }
-    if (o.token_ids.size() != static_cast<size_t>(s.num_samples)) {
+    if (s.num_draft_tokens > 0) {
+      if (o.token_ids.empty() || o.token_ids.size() > static_cast<size_t>(s.num_draft_tokens) + 1) {
+        return internal_error("runner output sampled[{}] has {} tokens for {} drafts", k,
+                              o.token_ids.size(), s.num_draft_tokens);
+      }
+    } else if (o.token_ids.size() != static_cast<size_t>(s.num_samples)) {
       return internal_error("runner output sampled[{}] has {} tokens, plan asks {}", k,
                             o.token_ids.size(), s.num_samples);
     }
@@ -411,6 +500,9 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
     }
     for (const TokenId t : o.token_ids) {
       if (t < 0) return internal_error("runner output sampled[{}] has token id {}", k, t);
+    }
+    for (const TokenId t : o.draft_token_ids) {
+      if (t < 0) return internal_error("runner output sampled[{}] has draft id {}", k, t);
     }
     ++k;
   }
@@ -441,6 +533,7 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
         child->num_pending_samples_ = 0;
         child->num_preemptions_ = 0;
         child->scheduled_since_admission_ = false;
+        child->draft_token_ids_.clear();
         PAGODA_CHECK(kv_.fork(r->kv_view(), child->id_).ok());
         children.push_back(child.get());
         running_.push_back(child.get());
@@ -448,9 +541,27 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
       }
       r->num_pending_samples_ = 0;
     }
-    events.push_back(append_token(r, o->token_ids[0], lp(0)));
+    if (s.num_draft_tokens > 0) {
+      // Accepted drafts, then the correction / bonus token; a stop inside the run drops the rest.
+      RequestEvent ev;
+      bool finished = false;
+      for (size_t i = 0; i < o->token_ids.size() && !finished; ++i)
+        finished = append_token(r, o->token_ids[i], lp(i), ev);
+      events.push_back(std::move(ev));
+      settle_drafts(r, s.num_draft_tokens, static_cast<int32_t>(o->token_ids.size()) - 1, finished);
+      if (!finished) r->draft_token_ids_ = o->draft_token_ids;
+      continue;
+    }
+    RequestEvent ev;
+    const bool finished = append_token(r, o->token_ids[0], lp(0), ev);
+    events.push_back(std::move(ev));
+    if (!finished && config_.speculative.num_speculative_tokens > 0) {
+      r->draft_token_ids_ = o->draft_token_ids;
+    }
     for (size_t i = 0; i < children.size(); ++i) {
-      events.push_back(append_token(children[i], o->token_ids[i + 1], lp(i + 1)));
+      RequestEvent child_ev;
+      append_token(children[i], o->token_ids[i + 1], lp(i + 1), child_ev);
+      events.push_back(std::move(child_ev));
     }
   }
   release_deferred();
@@ -495,6 +606,7 @@ SchedulerStats Scheduler::stats() const {
   s.num_generation_tokens = num_generation_tokens_;
   s.kv = kv_.stats();
   s.kv_usage = s.kv.usage;
+  s.spec_decode = spec_stats_;
   s.prefix_cache_hit_rate =
       s.kv.prefix_cache_queries > 0
           ? static_cast<double>(s.kv.prefix_cache_hits) / s.kv.prefix_cache_queries

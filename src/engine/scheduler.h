@@ -38,6 +38,30 @@
 
 namespace pagoda::engine {
 
+// Speculative decoding (the scheduler's side): the runner proposes draft tokens with each
+// sampled token (step::SampledTokens::draft_token_ids); the next plan appends up to k of them
+// to the request's decode entry, k adapted per request from its recent acceptance; the runner
+// verifies them and returns the accepted ones plus one. Only the accepted drafts' KV is kept:
+// blocks past the request's tokens are freed after each verification, and blocks are published
+// to the prefix cache only for positions of known tokens.
+struct SpeculativeSchedulingConfig {
+  int32_t num_speculative_tokens = 0;  // most drafts per request per step; 0 = off
+  // No drafts in a step whose running requests have more than this many tokens to compute
+  // (verification then costs more than it saves); 0 = no limit.
+  int32_t disable_batch_tokens = 0;
+  // Per request: k drops to (accepted + 1) after a rejection and doubles (up to
+  // num_speculative_tokens) after a fully accepted run. Off: always num_speculative_tokens.
+  bool adaptive = true;
+};
+
+// Counters of verified drafts, as vLLM names them (vllm:spec_decode_*).
+struct SpecDecodeStats {
+  int64_t num_drafts = 0;           // verified draft runs (one per request per step)
+  int64_t num_draft_tokens = 0;     // drafted tokens verified
+  int64_t num_accepted_tokens = 0;  // of those, accepted
+  std::vector<int64_t> num_accepted_tokens_per_pos;  // [i]: runs whose draft i was accepted
+};
+
 struct SchedulerConfig {
   int32_t max_num_seqs = 256;                // running sequences (forked samples count each)
   int32_t max_num_batched_tokens = 2048;     // tokens per step, >= max_num_seqs
@@ -48,6 +72,7 @@ struct SchedulerConfig {
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int32_t max_num_waiting = 0;  // add_request refuses beyond this; 0 = unbounded
   kv::KvManagerConfig kv;
+  SpeculativeSchedulingConfig speculative;
 };
 
 struct SchedulerStats {
@@ -60,6 +85,7 @@ struct SchedulerStats {
   double kv_usage = 0;                     // used / usable blocks
   double prefix_cache_hit_rate = 0;        // hit tokens / queried tokens (0 with no queries)
   kv::KvStats kv;
+  SpecDecodeStats spec_decode;
 };
 
 class Scheduler {
@@ -130,7 +156,15 @@ class Scheduler {
   std::optional<FinishReason> check_stop(const Request& r,
                                          std::optional<TokenId>& stop_token) const;
   // Appends one sampled token and finishes the request if it stopped; returns its event.
-  RequestEvent append_token(Request* r, TokenId token, const TokenLogprobs* logprobs);
+  // Appends one sampled token to `ev` (r's event of this step) and finishes the request if it
+  // stopped; returns true then (r is destroyed).
+  bool append_token(Request* r, TokenId token, const TokenLogprobs* logprobs, RequestEvent& ev);
+  // Drafts the request may verify in this step given `budget` tokens left after its own.
+  int64_t num_drafts_to_schedule(const Request& r, int64_t budget) const;
+  // Whether this step's running batch is small enough to speculate.
+  bool speculation_allowed() const;
+  // After verifying `num_drafts` drafts of which `num_accepted` were: stats, k, KV trim.
+  void settle_drafts(Request* r, int32_t num_drafts, int32_t num_accepted, bool finished);
   void finish(Request* r, FinishReason reason);
   static void fill_event_info(const Request& r, RequestEvent& ev);
   void release_deferred();
@@ -151,6 +185,7 @@ class Scheduler {
   int64_t num_steps_ = 0;
   int64_t num_prompt_tokens_computed_ = 0;
   int64_t num_generation_tokens_ = 0;
+  SpecDecodeStats spec_stats_;
 };
 
 }  // namespace pagoda::engine

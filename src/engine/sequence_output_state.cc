@@ -65,10 +65,18 @@ SequenceOutputState::Processed SequenceOutputState::process(const RequestEvent& 
     // A stop token is the last new token; its text is streamed only on request.
     size_t num_text_tokens = ev.new_token_ids.size();
     if (ev.stop_token_id && !options_->include_stop_str_in_output) --num_text_tokens;
+    size_t num_kept = ev.new_token_ids.size();
     for (size_t i = 0; i < num_text_tokens && !matcher_.matched(); ++i) {
       out.text_delta += matcher_.push(detokenizer_.push(ev.new_token_ids[i]));
+      // A stop string completed by token i (several tokens per event with speculative
+      // decoding): the tokens after it are discarded, as if they had never been generated.
+      if (matcher_.matched()) num_kept = i + 1;
     }
-    for (size_t i = 0; i < ev.new_logprobs.size() && i < ev.new_token_ids.size(); ++i) {
+    if (num_kept < ev.new_token_ids.size()) {
+      num_output_tokens_ -= static_cast<int64_t>(ev.new_token_ids.size() - num_kept);
+      out.new_token_ids.resize(num_kept);
+    }
+    for (size_t i = 0; i < ev.new_logprobs.size() && i < out.new_token_ids.size(); ++i) {
       out.logprobs.push_back(ev.new_logprobs[i]);
       out.logprobs.back().token = ev.new_token_ids[i];
     }

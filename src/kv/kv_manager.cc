@@ -75,10 +75,11 @@ std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
 
   const int64_t num_required = num_blocks_for_tokens(end + num_lookahead_tokens);
   const int64_t num_append = std::max<int64_t>(0, num_required - num_table - num_hit_blocks);
-  // Existing blocks the new tokens write into that another sequence also holds: copy-on-write.
+  // Existing blocks the new tokens (and lookahead slots, which speculative decoding writes)
+  // write into that another sequence also holds: copy-on-write.
   std::vector<int64_t> cow_indices;
-  if (num_new_tokens > 0 && table != nullptr) {
-    const int64_t last = std::min(num_table, num_blocks_for_tokens(end));
+  if (num_new_tokens + num_lookahead_tokens > 0 && table != nullptr) {
+    const int64_t last = std::min(num_table, num_blocks_for_tokens(end + num_lookahead_tokens));
     for (int64_t i = start / bs; i < last; ++i) {
       if (pool_.ref_count((*table)[i]) > 1) cow_indices.push_back(i);
     }
@@ -147,6 +148,22 @@ void KvManager::free(SeqId id) {
   std::reverse(blocks.begin(), blocks.end());
   pool_.free(blocks);
   seqs_.erase(it);
+}
+
+void KvManager::trim(SeqId id, int64_t num_blocks) {
+  PAGODA_CHECK(num_blocks >= 0);
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  SeqState& state = it->second;
+  if (num_blocks >= static_cast<int64_t>(state.blocks.size())) return;
+  PAGODA_CHECK_MSG(state.num_cached_blocks <= num_blocks, "trimming a prefix-cached block");
+  std::vector<BlockId> tail(state.blocks.begin() + num_blocks, state.blocks.end());
+  std::reverse(tail.begin(), tail.end());
+  pool_.free(tail);
+  state.blocks.resize(static_cast<size_t>(num_blocks));
+  if (static_cast<int64_t>(state.block_hashes.size()) > num_blocks) {
+    state.block_hashes.resize(static_cast<size_t>(num_blocks));
+  }
 }
 
 Status KvManager::fork(const SequenceView& parent, SeqId child) {

@@ -102,6 +102,11 @@ class KvManager {
   // before the shared prefix), and forgets the sequence. Unknown ids are ignored.
   void free(SeqId id);
 
+  // Frees the sequence's blocks past its first `num_blocks` (speculative decoding: blocks that
+  // held only rejected drafts), last first. Precondition: none of them is in the prefix cache
+  // (they hold positions past the sequence's known tokens). Unknown ids are ignored.
+  void trim(SeqId id, int64_t num_blocks);
+
   // Makes `child` share the blocks covering parent.num_computed_tokens (ref counts +1). The
   // child's computed tokens equal the parent's; the first write into a shared partial block by
   // either side copies it (see allocate_slots).

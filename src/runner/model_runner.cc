@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/isa.h"
+#include "sampling/rejection_sampler.h"
 
 namespace pagoda::runner {
 
@@ -12,7 +13,12 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
   PAGODA_ASSIGN_OR_RETURN(KvStorage storage,
                           KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
                                             config.block_size, config.kv_dtype));
-  return std::unique_ptr<ModelRunner>(new ModelRunner(model, std::move(storage), config));
+  std::unique_ptr<ModelRunner> runner(new ModelRunner(model, std::move(storage), config));
+  if (config.ngram) {
+    PAGODA_ASSIGN_OR_RETURN(NgramProposer proposer, NgramProposer::create(*config.ngram));
+    runner->ngram_.emplace(proposer);
+  }
+  return runner;
 }
 
 Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
@@ -81,16 +87,22 @@ void ModelRunner::apply_mask(structured::Constraint& constraint, std::vector<uin
   }
 }
 
-sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
-                                            int32_t sample_index,
-                                            std::span<const int32_t> outputs) const {
-  SamplingParams params = *entry.sampling;
-  if (params.seed) params.seed = sampling::Sampler::derive_seed(*params.seed, sample_index);
+ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& entry) const {
   const auto& history = entry.history_token_ids;
   const size_t num_prompt =
       std::min(history.size(), static_cast<size_t>(std::max<int64_t>(entry.num_prompt_tokens, 0)));
-  sampling::Sampler sampler(params, model_.config().vocab_size,
-                            std::span<const int32_t>(history.data(), num_prompt));
+  const auto tokens = std::span<const int32_t>(history);
+  return RequestState{
+      make_sampler(entry, entry.sample_index, tokens.first(num_prompt), tokens.subspan(num_prompt)),
+      nullptr, false, history, num_prompt};
+}
+
+sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
+                                            int32_t sample_index, std::span<const int32_t> prompt,
+                                            std::span<const int32_t> outputs) const {
+  SamplingParams params = *entry.sampling;
+  if (params.seed) params.seed = sampling::Sampler::derive_seed(*params.seed, sample_index);
+  sampling::Sampler sampler(params, model_.config().vocab_size, prompt);
   sampler.restore(outputs);
   return sampler;
 }
@@ -157,8 +169,20 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       positions_.push_back(
           static_cast<int32_t>(entry.num_computed_tokens + static_cast<int64_t>(i)));
     }
-    if (entry.num_samples > 0) logit_rows_.push_back(static_cast<int32_t>(tokens_.size() - 1));
+    if (entry.num_samples > 0) {
+      // One row per position from the newest known token on (drafts after it).
+      if (entry.num_draft_tokens < 0 || entry.num_draft_tokens >= slice.num_tokens ||
+          (entry.num_draft_tokens > 0 && entry.num_samples != 1)) {
+        return internal_error("request {}: {} drafts in {} tokens with {} samples", entry.id,
+                              entry.num_draft_tokens, slice.num_tokens, entry.num_samples);
+      }
+      for (int32_t j = entry.num_draft_tokens; j >= 0; --j)
+        logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1 - j);
+    }
     slices_.push_back(slice);
+    // Every request's state starts with its first step since admission (a prefill chunk too,
+    // so the sampler sees the whole history and a recompute restores the RNG and outputs).
+    if (entry.is_new) states_.insert_or_assign(entry.id, make_state(entry));
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   PAGODA_RETURN_IF_ERROR(forward_step());
@@ -171,7 +195,6 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     const step::ScheduledRequest* entry = nullptr;
     RequestState* state = nullptr;
     const float* logits = nullptr;
-    std::span<const int32_t> outputs;
     step::SampledTokens sampled;
     Status status;
   };
@@ -182,17 +205,16 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     Job job;
     job.entry = &entry;
     job.logits = logits_.data() + row * vocab;
-    ++row;
-    const auto& history = entry.history_token_ids;
-    const size_t num_prompt =
-        std::min(history.size(), static_cast<size_t>(entry.num_prompt_tokens));
-    job.outputs = std::span<const int32_t>(history).subspan(num_prompt);
-    if (entry.is_new || !states_.contains(entry.id)) {
-      PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<structured::Constraint> constraint,
-                              make_constraint(entry, job.outputs));
-      states_.insert_or_assign(entry.id,
-                               RequestState{make_sampler(entry, entry.sample_index, job.outputs),
-                                            std::move(constraint)});
+    row += 1 + static_cast<size_t>(entry.num_draft_tokens);
+    auto it = states_.find(entry.id);
+    if (it == states_.end()) {
+      return internal_error("request {} samples without having been scheduled as new", entry.id);
+    }
+    RequestState& state = it->second;
+    if (!state.constraint_built) {
+      const auto outputs = std::span<const int32_t>(state.tokens).subspan(state.num_prompt);
+      PAGODA_ASSIGN_OR_RETURN(state.constraint, make_constraint(entry, outputs));
+      state.constraint_built = true;
     }
     jobs.push_back(std::move(job));
   }
@@ -208,8 +230,8 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t j = 0; j < num_jobs; ++j) {
       Job& job = jobs[static_cast<size_t>(j)];
-      job.status = sample_request(*job.entry, *job.state, job.logits, vocab, job.outputs, mask,
-                                  scratch, masked, job.sampled);
+      job.status = sample_request(*job.entry, *job.state, job.logits, vocab, mask, scratch, masked,
+                                  job.sampled);
     }
   }
   step::StepOutput out;
@@ -221,31 +243,61 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
 }
 
 Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestState& state,
-                                   const float* logits, size_t vocab,
-                                   std::span<const int32_t> outputs, std::vector<uint64_t>& mask,
+                                   const float* logits, size_t vocab, std::vector<uint64_t>& mask,
                                    std::vector<float>& scratch, std::vector<float>& masked,
                                    step::SampledTokens& sampled) const {
   sampled.id = entry.id;
-  // Forked children start from the parent's state, so the parent's mask is theirs too.
-  masked.assign(logits, logits + vocab);
-  if (state.constraint) apply_mask(*state.constraint, mask, masked);
-  for (int32_t i = 0; i < entry.num_samples; ++i) {
-    scratch = masked;
-    TokenLogprobs r;
-    if (i == 0) {
-      r = state.sampler.sample(scratch);
-    } else {
-      // A forked child's first token: drawn from the shared row with the child's own stream.
-      sampling::Sampler child = make_sampler(entry, i, outputs);
-      r = child.sample(scratch);
+  const bool want_logprobs = entry.sampling->logprobs >= 0;
+  structured::Constraint* constraint = state.constraint.get();
+  const auto accept = [&](int32_t token) -> Status {
+    state.tokens.push_back(token);
+    if (constraint == nullptr) return Status();
+    Status accepted = constraint->accept_token(token);
+    return accepted.ok() ? accepted : accepted.with_context("structured output");
+  };
+  if (entry.num_draft_tokens > 0) {
+    // Verification: the mask at each position follows the constraint through the accepted
+    // tokens only (the hooks run in order, stopping at the first rejection).
+    const auto drafts = std::span<const int32_t>(entry.token_ids).last(entry.num_draft_tokens);
+    const size_t rows = drafts.size() + 1;
+    masked.assign(logits, logits + rows * vocab);
+    sampling::DraftHooks hooks;
+    if (constraint != nullptr) {
+      hooks.mask = [&](std::span<float> row) {
+        apply_mask(*constraint, mask, row);
+        return Status();
+      };
     }
-    sampled.token_ids.push_back(r.token);
-    if (entry.sampling->logprobs >= 0) sampled.logprobs.push_back(std::move(r));
+    hooks.accept = accept;
+    std::vector<TokenLogprobs> emitted;
+    PAGODA_RETURN_IF_ERROR(
+        sampling::verify_drafts(state.sampler, masked, vocab, drafts, hooks, emitted));
+    for (TokenLogprobs& r : emitted) {
+      sampled.token_ids.push_back(r.token);
+      if (want_logprobs) sampled.logprobs.push_back(std::move(r));
+    }
+  } else {
+    // Forked children start from the parent's state, so the parent's mask is theirs too.
+    masked.assign(logits, logits + vocab);
+    if (constraint != nullptr) apply_mask(*constraint, mask, masked);
+    const auto known = std::span<const int32_t>(state.tokens);
+    for (int32_t i = 0; i < entry.num_samples; ++i) {
+      scratch = masked;
+      TokenLogprobs r;
+      if (i == 0) {
+        r = state.sampler.sample(scratch);
+      } else {
+        // A forked child's first token: drawn from the shared row with the child's own stream.
+        sampling::Sampler child =
+            make_sampler(entry, i, known.first(state.num_prompt), known.subspan(state.num_prompt));
+        r = child.sample(scratch);
+      }
+      sampled.token_ids.push_back(r.token);
+      if (want_logprobs) sampled.logprobs.push_back(std::move(r));
+    }
+    PAGODA_RETURN_IF_ERROR(accept(sampled.token_ids[0]));
   }
-  if (state.constraint) {
-    Status accepted = state.constraint->accept_token(sampled.token_ids[0]);
-    if (!accepted.ok()) return accepted.with_context("structured output");
-  }
+  if (ngram_) ngram_->propose(state.tokens, sampled.draft_token_ids);
   return Status();
 }
 

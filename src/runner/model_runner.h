@@ -4,11 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "backend/kv_storage.h"
 #include "model/model.h"
+#include "runner/ngram_proposer.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
 #include "structured/constraint.h"
@@ -25,6 +27,9 @@ struct RunnerConfig {
   bool flash_attention = false;  // ForwardBatch::flash_attention for every step
   // Compiled constraints for SamplingParams::structured; null: a constrained request fails.
   std::shared_ptr<structured::GrammarCache> grammars;
+  // Prompt-lookup speculative decoding: set, every sampled request gets draft proposals
+  // (step::SampledTokens::draft_token_ids) for its next step.
+  std::optional<NgramConfig> ngram;
 };
 
 class ModelRunner final : public step::Executor {
@@ -51,17 +56,24 @@ class ModelRunner final : public step::Executor {
   size_t num_sampler_states() const { return states_.size(); }
 
  private:
-  // What the runner keeps per running request: its sampler and, when constrained, its constraint.
+  // What the runner keeps per running request: its sampler, its constraint (built at its first
+  // sampling step: its grammar may still compile while the prompt is computed) and its tokens
+  // (prompt, then outputs: the proposer's input).
   struct RequestState {
     sampling::Sampler sampler;
     std::unique_ptr<structured::Constraint> constraint;
+    bool constraint_built = false;
+    std::vector<int32_t> tokens;
+    size_t num_prompt = 0;
   };
 
   ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
   // One forward pass over the step buffers (tokens_, positions_, slices_, logit_rows_) into
   // logits_, sized here.
   Status forward_step();
+  // Sample `sample_index`'s sampler after `outputs` (restored: penalties and RNG position).
   sampling::Sampler make_sampler(const step::ScheduledRequest& entry, int32_t sample_index,
+                                 std::span<const int32_t> prompt,
                                  std::span<const int32_t> outputs) const;
   // The entry's constraint, having accepted `outputs` (null if unconstrained).
   Result<std::unique_ptr<structured::Constraint>> make_constraint(
@@ -71,16 +83,19 @@ class ModelRunner final : public step::Executor {
   // `mask` is scratch.
   static void apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
                          std::span<float> logits);
-  // Masks, samples and advances one request (thread-safe across requests).
+  RequestState make_state(const step::ScheduledRequest& entry) const;
+  // Masks, samples and advances one request (thread-safe across requests); with drafts,
+  // verifies them (logits: one row per position from the newest known token on).
   Status sample_request(const step::ScheduledRequest& entry, RequestState& state,
-                        const float* logits, size_t vocab, std::span<const int32_t> outputs,
-                        std::vector<uint64_t>& mask, std::vector<float>& scratch,
-                        std::vector<float>& masked, step::SampledTokens& sampled) const;
+                        const float* logits, size_t vocab, std::vector<uint64_t>& mask,
+                        std::vector<float>& scratch, std::vector<float>& masked,
+                        step::SampledTokens& sampled) const;
 
   model::Model& model_;
   KvStorage storage_;
   bool flash_attention_;
   std::shared_ptr<structured::GrammarCache> grammars_;
+  std::optional<NgramProposer> ngram_;
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;

@@ -148,7 +148,7 @@ size_t Sampler::select_prefix(size_t count, double target, bool strict, const Le
   return hi;  // rounding: the mass ran out just short of the target
 }
 
-TokenLogprobs Sampler::sample(std::span<float> logits) {
+TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft) {
   TokenLogprobs result;
   const size_t n = static_cast<size_t>(vocab_size_);
   // Logprobs are reported for the model's raw distribution (vLLM's default), before any
@@ -223,8 +223,25 @@ TokenLogprobs Sampler::sample(std::span<float> logits) {
     double total = 0;
     for (size_t i = 0; i < keep; ++i)
       total += probs_[static_cast<size_t>(candidates_[i])];
-    const size_t pos = select_prefix(keep, u * total, /*strict=*/true, by_logit);
-    chosen = candidates_[pos - 1];
+    double target = u * total;
+    const auto kept_end = candidates_.begin() + static_cast<std::ptrdiff_t>(keep);
+    const auto draft_it = draft >= 0 ? std::find(candidates_.begin(), kept_end, draft) : kept_end;
+    if (draft_it != kept_end) {
+      // The draft first in the walk: accepted with probability p(draft); else the rest of the
+      // walk (the draft removed) is a draw from p without the draft, renormalised.
+      const double p_draft = probs_[static_cast<size_t>(draft)];
+      if (target < p_draft || keep == 1) {
+        chosen = draft;
+      } else {
+        std::iter_swap(draft_it, kept_end - 1);
+        target -= p_draft;
+        const size_t pos = select_prefix(keep - 1, target, /*strict=*/true, by_logit);
+        chosen = candidates_[pos - 1];
+      }
+    } else {
+      const size_t pos = select_prefix(keep, target, /*strict=*/true, by_logit);
+      chosen = candidates_[pos - 1];
+    }
   }
   result.token = chosen;
   if (params_.logprobs >= 0) {

@@ -40,7 +40,13 @@ class Sampler {
   // consumes exactly one RNG draw (greedy too). `logits` is used as scratch. The result has the
   // token, its logprob under the model's distribution and, when params.logprobs = k > 0, the k
   // most likely tokens.
-  TokenLogprobs sample(std::span<float> logits);
+  //
+  // With `draft` >= 0 (speculative decoding, a proposed token): greedy chooses exactly as
+  // without; sampling applies the rejection rule for a point-mass proposal with the same single
+  // uniform u over the final distribution p: u < p(draft) accepts the draft, otherwise
+  // u' = (u - p(draft)) / (1 - p(draft)) draws from p without the draft (norm(max(0, p - q))).
+  // The token is then distributed exactly as p; it equals `draft` iff the draft is accepted.
+  TokenLogprobs sample(std::span<float> logits, int32_t draft = -1);
 
  private:
   void apply_penalties(std::span<float> logits) const;

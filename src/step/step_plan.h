@@ -15,6 +15,13 @@
 //  - num_samples > 0 exactly when the chunk reaches the newest known token, i.e. the entry
 //    produces logits for position num_computed_tokens + token_ids.size() - 1, from which the
 //    runner draws num_samples tokens (n > 1 only on a forking request's first sampling step).
+//  - Speculative decoding: the last num_draft_tokens of token_ids are proposed (draft) tokens
+//    after the newest known token (then num_samples == 1). The runner computes logits at every
+//    position from the newest known token on, verifies the drafts in order (greedy: accept
+//    while equal; sampling: the rejection-sampling rule) and returns the accepted drafts plus
+//    one more token (the correction, or the bonus token when every draft was accepted). The KV
+//    written for rejected drafts is garbage the engine overwrites or frees; the engine never
+//    publishes a block holding a draft position in the prefix cache.
 //  - preempted_ids and finished_ids list requests whose per-request runner state (if any) can be
 //    dropped; their blocks may be reused by this very plan. A preempted request comes back later
 //    with is_new set and num_computed_tokens from 0 (or from its prefix-cache hit).
@@ -49,6 +56,9 @@ struct ScheduledRequest {
   // 0, or i for the i-th forked child. Children share `sampling` (and its seed), so a seeded
   // runner keys its RNG stream by (seed, sample_index).
   int32_t sample_index = 0;
+  // Drafts at the end of token_ids (0 = no speculation; then num_samples == 1 and
+  // num_computed_tokens + token_ids.size() - num_draft_tokens == the request's known tokens).
+  int32_t num_draft_tokens = 0;
   std::shared_ptr<const SamplingParams> sampling;  // never null
 };
 
@@ -67,11 +77,16 @@ struct StepPlan {
 
 struct SampledTokens {
   RequestId id = 0;
-  std::vector<TokenId> token_ids;  // exactly num_samples of the plan entry; sample i goes to
-                                   // the request (i == 0) or its i-th forked child
+  // Exactly num_samples of the plan entry (sample i goes to the request (i == 0) or its i-th
+  // forked child); with drafts, the accepted drafts then the correction / bonus token
+  // (1..num_draft_tokens + 1 tokens, all for the request).
+  std::vector<TokenId> token_ids;
   // Empty, or one per token_ids entry (after the runner's logits processing; top holds the
   // SamplingParams::logprobs best alternatives, descending).
   std::vector<TokenLogprobs> logprobs;
+  // Proposals for the request's next step (speculative decoding; empty = none): tokens that
+  // would follow token_ids[0..]. The engine may schedule a prefix of them, or none.
+  std::vector<TokenId> draft_token_ids;
 };
 
 // The runner's answer to a StepPlan: one entry per plan request with num_samples > 0, in plan

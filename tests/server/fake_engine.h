@@ -30,7 +30,10 @@ struct FakeEngineOptions {
   std::string script = "The quick brown fox jumps over the lazy dog. ";
   int32_t context_length = 256;
   int64_t num_blocks = 1000;
-  int64_t num_preemptions = 0;    // reported by stats()
+  int64_t num_preemptions = 0;  // reported by stats()
+  // Speculative decoding counters reported by stats(): drafts, draft tokens, accepted, per pos.
+  int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted = 0;
+  std::vector<int64_t> spec_accepted_per_pos;
   bool no_chat_template = false;  // apply_chat_template fails as the real engine's does
 };
 
@@ -115,6 +118,10 @@ class FakeEngine final : public Engine {
     s.kv_cache_usage = static_cast<double>(used) / static_cast<double>(o_.num_blocks);
     s.generation_tokens_total = generated_;
     s.num_preemptions = o_.num_preemptions;
+    s.spec_decode_num_drafts = o_.spec_drafts;
+    s.spec_decode_num_draft_tokens = o_.spec_draft_tokens;
+    s.spec_decode_num_accepted_tokens = o_.spec_accepted;
+    s.spec_decode_num_accepted_tokens_per_pos = o_.spec_accepted_per_pos;
     s.loop_alive = true;
     return s;
   }

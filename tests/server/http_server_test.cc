@@ -812,6 +812,23 @@ TEST(HttpServer, PreemptionsByReasonAndIgnoredFieldsAreCounted) {
   EXPECT_EQ(json::parse(r.body)["error"]["param"], "tools");
 }
 
+// Speculative decoding counters, with vLLM's names.
+TEST(HttpServer, SpeculativeDecodingCountersUseVllmNames) {
+  FakeEngineOptions eo;
+  eo.spec_drafts = 5;
+  eo.spec_draft_tokens = 17;
+  eo.spec_accepted = 9;
+  eo.spec_accepted_per_pos = {5, 3, 1};
+  Server s({}, eo);
+  EXPECT_EQ(s.metric("vllm:spec_decode_num_drafts_total"), 5);
+  EXPECT_EQ(s.metric("vllm:spec_decode_num_draft_tokens_total"), 17);
+  EXPECT_EQ(s.metric("vllm:spec_decode_num_accepted_tokens_total"), 9);
+  EXPECT_EQ(s.metric("vllm:spec_decode_num_accepted_tokens_per_pos", "position=\"0\""), 5);
+  EXPECT_EQ(s.metric("vllm:spec_decode_num_accepted_tokens_per_pos", "position=\"2\""), 1);
+  // Counters advance by the engine's increments only (a second scrape adds nothing).
+  EXPECT_EQ(s.metric("vllm:spec_decode_num_accepted_tokens_total"), 9);
+}
+
 // Item 4: the prefix-cache chain of a request is seeded per tenant (--prefix-cache-isolation).
 TEST(HttpServer, PrefixCacheIsolationSaltsRequestsPerTenant) {
   const auto salts_for = [](PrefixCacheIsolation mode) {

@@ -9,6 +9,10 @@
 // the true token sequence), mapped through a table of output ids (identity by default; the
 // EngineCore tests map into a tiny tokenizer's vocabulary).
 // Test hooks: fail a given call, throw a non-std exception, delay, or block on a gate.
+// Speculative decoding: with num_proposed_drafts > 0 it proposes drafts after every sample (the
+// true continuation with some tokens deliberately wrong, so runs are accepted, cut short and
+// rejected at once) and verifies drafted entries greedily against contexts read back from the
+// store, where the drafts were written: KV kept for a rejected draft changes the output.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -86,6 +90,7 @@ class FakeExecutor : public step::Executor {
   std::atomic<int64_t> fail_call{-1};   // this call (1-based) returns an error
   std::atomic<int64_t> throw_call{-1};  // this call throws a non-std exception
   std::atomic<int64_t> delay_us{0};
+  int32_t num_proposed_drafts = 0;  // drafts proposed per sample (0: none)
   // Called with every plan before it runs (the Harness checks it against the scheduler).
   std::function<void(const step::StepPlan&)> on_plan;
 
@@ -151,11 +156,33 @@ class FakeExecutor : public step::Executor {
       }
       step::SampledTokens st;
       st.id = s.id;
+      if (s.num_draft_tokens > 0) {
+        EXPECT_EQ(s.num_samples, 1);
+        EXPECT_LT(s.num_draft_tokens, static_cast<int32_t>(s.token_ids.size()));
+        // context now ends with the drafts: row i is the context before draft i.
+        const size_t known = context.size() - static_cast<size_t>(s.num_draft_tokens);
+        for (size_t i = 0; i <= static_cast<size_t>(s.num_draft_tokens); ++i) {
+          const TokenId t = table_[static_cast<size_t>(
+              next_token(std::span<const TokenId>(context).first(known + i)))];
+          st.token_ids.push_back(t);
+          if (s.sampling->logprobs >= 0) st.logprobs.push_back(TokenLogprobs{t, -1.0f, {}});
+          if (i == static_cast<size_t>(s.num_draft_tokens) || t != context[known + i]) break;
+        }
+        context.resize(known);
+        context.insert(context.end(), st.token_ids.begin(), st.token_ids.end());
+        propose(context, st.draft_token_ids);
+        out.sampled.push_back(std::move(st));
+        continue;
+      }
       for (int32_t i = 0; i < s.num_samples; ++i) {
         const TokenId t =
             table_[static_cast<size_t>(sample_token(context, s.sample_index > 0 ? 0 : i))];
         st.token_ids.push_back(t);
         if (s.sampling->logprobs >= 0) st.logprobs.push_back(TokenLogprobs{t, -1.0f * (i + 1), {}});
+      }
+      if (s.num_samples == 1) {
+        context.push_back(st.token_ids[0]);
+        propose(context, st.draft_token_ids);
       }
       out.sampled.push_back(std::move(st));
     }
@@ -163,6 +190,22 @@ class FakeExecutor : public step::Executor {
   }
 
  private:
+  // Up to num_proposed_drafts tokens after `context`: its true continuation (identity table)
+  // with a token replaced when a hash of the position says so (about one in four).
+  void propose(std::vector<TokenId> context, std::vector<TokenId>& drafts) const {
+    drafts.clear();
+    if (num_proposed_drafts == 0) return;
+    const size_t len = context.size();
+    const int32_t k =
+        1 + static_cast<int32_t>((len * 7) % static_cast<size_t>(num_proposed_drafts));
+    for (int32_t i = 0; i < k; ++i) {
+      TokenId t = table_[static_cast<size_t>(next_token(context))];
+      if ((len * 31 + static_cast<size_t>(i) * 17) % 4 == 0) t = (t + 1) % kVocab;
+      drafts.push_back(t);
+      context.push_back(t);
+    }
+  }
+
   // The StepPlan invariants that need only the plan.
   void check_plan(const step::StepPlan& plan) const {
     EXPECT_EQ(plan.block_size, bs_);

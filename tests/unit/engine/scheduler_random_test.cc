@@ -4,6 +4,9 @@
 // the scheduler's own invariants, the plan contract (FakeExecutor + Harness), and that no running
 // decode is skipped unless the step preempted. Checked at the end: every sequence that finished
 // normally produced exactly the reference outputs, and the KV pool is back to its initial state.
+// The speculative variant adds drafts (the FakeExecutor proposes partly wrong continuations and
+// verifies them greedily against the KV store): outputs must still be the reference, and after
+// every step no request holds a block past its known tokens (rejected drafts rolled back).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -23,9 +26,11 @@ struct Tally {
   int64_t chunked = 0;
   int64_t aborts = 0;
   int64_t finished = 0;
+  int64_t draft_tokens = 0;
+  int64_t accepted = 0;
 };
 
-void workout(uint32_t seed, Tally& tally) {
+void workout(uint32_t seed, Tally& tally, bool speculative = false) {
   std::mt19937 rng(seed);
   SchedulerConfig cfg;
   cfg.kv.block_size = 1 + static_cast<int32_t>(rng() % 8);
@@ -36,7 +41,16 @@ void workout(uint32_t seed, Tally& tally) {
   cfg.enable_chunked_prefill = rng() % 5 != 0;
   cfg.long_prefill_token_threshold = rng() % 3 == 0 ? 1 + static_cast<int32_t>(rng() % 10) : 0;
   cfg.policy = rng() % 2 == 0 ? SchedulingPolicy::kFcfs : SchedulingPolicy::kPriority;
+  int32_t num_proposed = 0;
+  if (speculative) {
+    cfg.speculative.num_speculative_tokens =
+        std::min<int32_t>(1 + static_cast<int32_t>(rng() % 6), cfg.max_num_batched_tokens - 1);
+    cfg.speculative.disable_batch_tokens = rng() % 3 == 0 ? static_cast<int32_t>(rng() % 8) : 0;
+    cfg.speculative.adaptive = rng() % 2 == 0;
+    num_proposed = 1 + static_cast<int32_t>(rng() % 8);
+  }
   Harness h(cfg);
+  h.executor().num_proposed_drafts = num_proposed;
   Scheduler& s = h.scheduler();
   const int64_t capacity = static_cast<int64_t>(cfg.kv.num_blocks - 1) * cfg.kv.block_size;
 
@@ -124,11 +138,19 @@ void workout(uint32_t seed, Tally& tally) {
     }
     const Status st = s.check_invariants();
     ASSERT_TRUE(st.ok()) << "seed " << seed << ": " << st.to_string();
+    for (RequestId id : s.running_ids()) {
+      const Request* req = s.find(id);
+      ASSERT_LE(static_cast<int64_t>(s.kv().block_table(id).size()),
+                s.kv().num_blocks_for_tokens(req->num_tokens()))
+          << "seed " << seed << ": request " << id << " keeps blocks past its tokens";
+    }
     if (::testing::Test::HasFailure()) return;
   }
   ASSERT_FALSE(s.has_unfinished_requests()) << "seed " << seed << " did not drain";
   h.expect_reference_outputs();
   h.expect_pool_idle();
+  tally.draft_tokens += s.stats().spec_decode.num_draft_tokens;
+  tally.accepted += s.stats().spec_decode.num_accepted_tokens;
 }
 
 TEST(SchedulerRandom, ManySeedsProduceReferenceOutputsAndReturnThePool) {
@@ -153,6 +175,26 @@ TEST(SchedulerRandom, ManySeedsProduceReferenceOutputsAndReturnThePool) {
       static_cast<long long>(tally.preemptions), static_cast<long long>(tally.hits),
       static_cast<long long>(tally.copies), static_cast<long long>(tally.chunked),
       static_cast<long long>(tally.aborts), static_cast<long long>(tally.finished));
+}
+
+TEST(SchedulerRandom, SpeculativeDraftsKeepReferenceOutputsAndRollBackTheirBlocks) {
+  Tally tally;
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    workout(seed, tally, /*speculative=*/true);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "first failing seed " << seed;
+      return;
+    }
+  }
+  EXPECT_GT(tally.preemptions, 0);
+  EXPECT_GT(tally.copies, 0);
+  EXPECT_GT(tally.aborts, 0);
+  // Drafts were verified, some accepted and some rejected.
+  EXPECT_GT(tally.accepted, 0);
+  EXPECT_LT(tally.accepted, tally.draft_tokens);
+  std::printf("draft tokens %lld, accepted %lld, preemptions %lld, finished %lld\n",
+              static_cast<long long>(tally.draft_tokens), static_cast<long long>(tally.accepted),
+              static_cast<long long>(tally.preemptions), static_cast<long long>(tally.finished));
 }
 
 }  // namespace

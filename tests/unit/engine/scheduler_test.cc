@@ -614,12 +614,12 @@ TEST(Scheduler, MalformedRunnerOutputIsRejectedBeforeAnythingChanges) {
   const RequestId a = h.add(make_prompt(5, 1), 4);
   const step::StepPlan plan = h.scheduler().schedule();
   step::StepOutput wrong_id;
-  wrong_id.sampled.push_back(step::SampledTokens{a + 100, {1}, {}});
+  wrong_id.sampled.push_back(step::SampledTokens{a + 100, {1}, {}, {}});
   auto r1 = h.scheduler().update_from_output(plan, wrong_id);
   ASSERT_FALSE(r1.ok());
   EXPECT_EQ(r1.status().code(), StatusCode::kInternal);
   step::StepOutput two_tokens;
-  two_tokens.sampled.push_back(step::SampledTokens{a, {1, 2}, {}});
+  two_tokens.sampled.push_back(step::SampledTokens{a, {1, 2}, {}, {}});
   EXPECT_FALSE(h.scheduler().update_from_output(plan, two_tokens).ok());
   step::StepOutput missing;
   EXPECT_FALSE(h.scheduler().update_from_output(plan, missing).ok());
@@ -639,7 +639,7 @@ TEST(Scheduler, LogprobsTravelToTheEvents) {
   TokenLogprobs lp;
   lp.logprob = -0.5f;
   lp.top = {{3, -0.5f}, {4, -1.5f}};
-  out.sampled.push_back(step::SampledTokens{a, {3}, {lp}});
+  out.sampled.push_back(step::SampledTokens{a, {3}, {lp}, {}});
   auto events = h.scheduler().update_from_output(plan, out);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 1u);

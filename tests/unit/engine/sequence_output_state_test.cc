@@ -89,6 +89,31 @@ TEST_F(SequenceOutputStateTest, StopStringSplitAcrossTokens) {
   EXPECT_EQ(outs[1].usage.completion_tokens, 2);
 }
 
+TEST_F(SequenceOutputStateTest, StopStringInsideAMultiTokenEventDropsTheTokensAfterIt) {
+  // Speculative decoding delivers several tokens per event: the same four tokens as above in one
+  // event end exactly where they end one per event (at " wor"), the rest discarded.
+  const auto& t = *tok_;
+  const std::vector<TokenId> ids = {word_token(t, " Hello"), word_token(t, " wor"),
+                                    word_token(t, "ld"), word_token(t, "!")};
+  SequenceOutputState one(t, options({"o wo"}, false), 0, Clock::now());
+  const auto singles = run(one, ids, std::nullopt);
+  SequenceOutputState s(t, options({"o wo"}, false), 0, Clock::now());
+  RequestEvent ev;
+  ev.new_token_ids = ids;
+  ev.num_output_tokens = 4;
+  ev.num_prompt_tokens = 1;
+  TokenLogprobs lp;
+  ev.new_logprobs.assign(4, lp);
+  auto p = s.process(ev, Clock::now());
+  EXPECT_TRUE(p.needs_abort);
+  EXPECT_TRUE(p.output.finished);
+  EXPECT_EQ(p.output.stop_reason, "o wo");
+  EXPECT_EQ(p.output.new_token_ids, std::vector<TokenId>(ids.begin(), ids.begin() + 2));
+  EXPECT_EQ(p.output.logprobs.size(), 2u);
+  EXPECT_EQ(p.output.usage.completion_tokens, singles.back().usage.completion_tokens);
+  EXPECT_EQ(p.output.text_delta, text_of(singles));
+}
+
 TEST_F(SequenceOutputStateTest, NeedsAbortOnlyWhenTheSchedulerStillRunsIt) {
   const auto& t = *tok_;
   SequenceOutputState s(t, options({"STOP"}, false), 0, Clock::now());

@@ -61,6 +61,43 @@ TEST(KvManager, GrowsTheTableOnDemand) {
   EXPECT_TRUE(m.check_invariants().ok());
 }
 
+TEST(KvManager, TrimFreesTheBlocksOfRejectedDraftsAndKeepsCachedOnes) {
+  KvManager m = make(10, 4);
+  std::vector<TokenId> t = tokens(9);
+  // 9 known tokens computed up to 8, the 9th plus 6 drafts as lookahead: 15 slots, 4 blocks.
+  ASSERT_TRUE(m.allocate_slots(view(1, t, 0), 8).has_value());
+  m.cache_blocks(view(1, t, 8));  // blocks 0 and 1 published
+  ASSERT_TRUE(m.allocate_slots(view(1, t, 8), 1, nullptr, 6).has_value());
+  ASSERT_EQ(m.block_table(1).size(), 4u);
+  const BlockId rejected = m.block_table(1)[3];
+  // Two drafts accepted plus a bonus token: 12 tokens, 3 blocks.
+  m.trim(1, m.num_blocks_for_tokens(12));
+  EXPECT_EQ(m.block_table(1).size(), 3u);
+  EXPECT_EQ(m.pool().ref_count(rejected), 0);
+  EXPECT_FALSE(m.pool().block_hash(rejected).has_value());
+  EXPECT_EQ(m.stats().num_used_blocks, 3);
+  EXPECT_EQ(m.stats().num_cached_blocks, 2);
+  m.trim(1, 5);   // nothing past the table: no-op
+  m.trim(99, 0);  // unknown: ignored
+  EXPECT_EQ(m.block_table(1).size(), 3u);
+  EXPECT_TRUE(m.check_invariants().ok());
+}
+
+TEST(KvManager, LookaheadSlotsInASharedBlockAreCopiedOnWrite) {
+  KvManager m = make(10, 4);
+  std::vector<TokenId> t = tokens(6);
+  ASSERT_TRUE(m.allocate_slots(view(1, t, 0), 6).has_value());
+  ASSERT_TRUE(m.fork(view(1, t, 6), 2).ok());  // block 1 (tokens 4, 5) shared
+  t.push_back(7);
+  // The child's new token at 6 and lookahead drafts at 7.. write block 1: a private copy.
+  auto a = m.allocate_slots(view(2, t, 6), 1, nullptr, 3);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_EQ(a->copies.size(), 1u);
+  EXPECT_EQ(a->copies[0].src, m.block_table(1)[1]);
+  EXPECT_NE(m.block_table(2)[1], m.block_table(1)[1]);
+  EXPECT_TRUE(m.check_invariants().ok());
+}
+
 TEST(KvManager, FailsWithoutChangingAnythingWhenBlocksRunOut) {
   KvManager m = make(4, 4);  // 3 usable blocks
   const std::vector<TokenId> t = tokens(16);

@@ -1,0 +1,232 @@
+// Speculative verification (sampling/rejection_sampler.h) against an independent model of the
+// target distribution: a tiny "model" (logits as a function of the context) with temperature,
+// top-p, min-p / top-k, a presence penalty (the second position depends on the first token) and
+// a grammar-like mask that depends on the accepted tokens. Over many seeded runs, the joint
+// distribution of the first two emitted tokens must equal the target's (chi-square), whatever the
+// drafts are; greedy verification must equal argmax decoding token for token.
+#include "sampling/rejection_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <vector>
+
+namespace pagoda::sampling {
+namespace {
+
+constexpr int32_t kVocab = 6;
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+// The target model: next-token logits after `context`.
+std::vector<float> model_logits(const std::vector<int32_t>& context) {
+  const int32_t last = context.empty() ? 0 : context.back();
+  std::vector<float> l(kVocab);
+  for (int32_t t = 0; t < kVocab; ++t)
+    l[t] = 0.4f * static_cast<float>(t % 3) + 0.6f * static_cast<float>((t * 3 + last * 5) % 4);
+  return l;
+}
+
+// The "grammar": token 5 never; token 4 never right after token 2.
+bool allowed(const std::vector<int32_t>& context, int32_t t) {
+  if (t == 5) return false;
+  return !(t == 4 && !context.empty() && context.back() == 2);
+}
+
+// Independent oracle of the sampler's distribution: mask, presence penalty over `outputs`,
+// temperature softmax, top-k, top-p (shortest prefix reaching the mass), min-p, renormalise.
+std::vector<double> target(const std::vector<int32_t>& context, const std::vector<int32_t>& outputs,
+                           const SamplingParams& p) {
+  std::vector<double> logit(kVocab);
+  for (int32_t t = 0; t < kVocab; ++t) {
+    double v = model_logits(context)[t];
+    if (!allowed(context, t)) v = -INFINITY;
+    if (std::find(outputs.begin(), outputs.end(), t) != outputs.end()) v -= p.presence_penalty;
+    logit[t] = v;
+  }
+  std::vector<int32_t> order(kVocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logit[a] > logit[b]; });
+  size_t keep = 0;
+  while (keep < order.size() && std::isfinite(logit[order[keep]]))
+    ++keep;
+  if (p.top_k > 0) keep = std::min<size_t>(keep, static_cast<size_t>(p.top_k));
+  std::vector<double> prob(kVocab, 0.0);
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i)
+    sum += std::exp((logit[order[i]] - logit[order[0]]) / p.temperature);
+  for (size_t i = 0; i < keep; ++i)
+    prob[order[i]] = std::exp((logit[order[i]] - logit[order[0]]) / p.temperature) / sum;
+  double acc = 0;
+  size_t top_p_keep = keep;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += prob[order[i]];
+    if (acc >= p.top_p) {
+      top_p_keep = i + 1;
+      break;
+    }
+  }
+  keep = top_p_keep;
+  const double threshold = p.min_p * prob[order[0]];
+  size_t min_p_keep = 0;
+  while (min_p_keep < keep && prob[order[min_p_keep]] >= threshold)
+    ++min_p_keep;
+  keep = std::max<size_t>(1, min_p_keep);
+  std::vector<double> out(kVocab, 0.0);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i)
+    total += prob[order[i]];
+  for (size_t i = 0; i < keep; ++i)
+    out[order[i]] = prob[order[i]] / total;
+  return out;
+}
+
+DraftHooks mask_hooks(std::vector<int32_t>& context) {
+  DraftHooks hooks;
+  hooks.mask = [&context](std::span<float> row) {
+    for (int32_t t = 0; t < kVocab; ++t)
+      if (!allowed(context, t)) row[t] = kMasked;
+    return Status();
+  };
+  hooks.accept = [&context](int32_t token) {
+    context.push_back(token);
+    return Status();
+  };
+  return hooks;
+}
+
+// The first two tokens of one seeded run that verifies `drafts` (continued one token at a time
+// when fewer than two were emitted).
+std::pair<int32_t, int32_t> run_once(const SamplingParams& params,
+                                     const std::vector<int32_t>& prompt,
+                                     const std::vector<int32_t>& drafts, int64_t& accepted) {
+  Sampler sampler(params, kVocab, prompt);
+  std::vector<int32_t> context = prompt;
+  std::vector<float> rows;
+  std::vector<int32_t> draft_context = prompt;
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    const std::vector<float> row = model_logits(draft_context);
+    rows.insert(rows.end(), row.begin(), row.end());
+    if (i < drafts.size()) draft_context.push_back(drafts[i]);
+  }
+  std::vector<TokenLogprobs> out;
+  EXPECT_TRUE(verify_drafts(sampler, rows, kVocab, drafts, mask_hooks(context), out).ok());
+  accepted += static_cast<int64_t>(out.size()) - 1;
+  while (context.size() < prompt.size() + 2) {
+    std::vector<float> row = model_logits(context);
+    for (int32_t t = 0; t < kVocab; ++t)
+      if (!allowed(context, t)) row[t] = kMasked;
+    context.push_back(sampler.sample(row).token);
+  }
+  return {context[prompt.size()], context[prompt.size() + 1]};
+}
+
+// Upper 0.1% point of chi-square with `df` degrees of freedom (Wilson-Hilferty).
+double chi2_critical(int df) {
+  const double z = 3.090;
+  const double a = 2.0 / (9.0 * df);
+  return df * std::pow(1 - a + z * std::sqrt(a), 3);
+}
+
+void expect_target_distribution(const SamplingParams& base, const std::vector<int32_t>& drafts) {
+  const std::vector<int32_t> prompt = {3, 1};
+  const int64_t kRuns = 40000;
+  std::map<std::pair<int32_t, int32_t>, int64_t> counts;
+  int64_t accepted = 0;
+  for (int64_t i = 0; i < kRuns; ++i) {
+    SamplingParams p = base;
+    p.seed = static_cast<uint64_t>(i) * 7919 + 17;
+    ++counts[run_once(p, prompt, drafts, accepted)];
+  }
+  double chi2 = 0;
+  int cells = 0;
+  const std::vector<double> p1 = target(prompt, {}, base);
+  for (int32_t a = 0; a < kVocab; ++a) {
+    std::vector<int32_t> ctx = prompt;
+    ctx.push_back(a);
+    const std::vector<double> p2 = target(ctx, {a}, base);
+    for (int32_t b = 0; b < kVocab; ++b) {
+      const double expected = p1[a] * p2[b] * kRuns;
+      const int64_t seen = counts[{a, b}];
+      if (expected == 0) {
+        EXPECT_EQ(seen, 0) << "tokens (" << a << ", " << b << ") are outside the target's support";
+        continue;
+      }
+      chi2 += (seen - expected) * (seen - expected) / expected;
+      ++cells;
+    }
+  }
+  ASSERT_GT(cells, 4);
+  EXPECT_LT(chi2, chi2_critical(cells - 1)) << "cells " << cells;
+  // The drafts were put to the test: some accepted, not all.
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, kRuns * static_cast<int64_t>(drafts.size()));
+}
+
+TEST(RejectionSampler, TopPMaskAndPenaltyKeepTheTargetDistribution) {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_p = 0.85f;
+  p.presence_penalty = 0.7f;
+  // The likeliest first token, then a token the mask forbids (never accepted); then the
+  // least likely token in the support, then the likeliest after it.
+  const std::vector<double> p1 = target({3, 1}, {}, p);
+  const auto best = static_cast<int32_t>(std::max_element(p1.begin(), p1.end()) - p1.begin());
+  expect_target_distribution(p, {best, 5});
+  int32_t rare = best;
+  for (int32_t t = 0; t < kVocab; ++t)
+    if (p1[t] > 0 && p1[t] < p1[rare]) rare = t;
+  const std::vector<double> p2 = target({3, 1, rare}, {rare}, p);
+  const auto next = static_cast<int32_t>(std::max_element(p2.begin(), p2.end()) - p2.begin());
+  expect_target_distribution(p, {rare, next});
+}
+
+TEST(RejectionSampler, TopKAndMinPKeepTheTargetDistribution) {
+  SamplingParams p;
+  p.temperature = 1.3f;
+  p.top_k = 4;
+  p.min_p = 0.15f;
+  p.presence_penalty = 0.5f;
+  expect_target_distribution(p, {2, 1});
+}
+
+TEST(RejectionSampler, GreedyAcceptsWhileEqualThenCorrects) {
+  SamplingParams p;
+  p.temperature = 0;
+  const std::vector<int32_t> prompt = {4, 0};
+  // The argmax continuation, decoded one token at a time.
+  std::vector<int32_t> greedy = prompt;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<float> row = model_logits(greedy);
+    for (int32_t t = 0; t < kVocab; ++t)
+      if (!allowed(greedy, t)) row[t] = kMasked;
+    greedy.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+  }
+  const std::vector<int32_t> truth(greedy.begin() + 2, greedy.end());
+  for (size_t wrong = 0; wrong <= 3; ++wrong) {
+    std::vector<int32_t> drafts(truth.begin(), truth.begin() + 3);
+    if (wrong < 3) drafts[wrong] = (drafts[wrong] + 1) % 5;
+    Sampler sampler(p, kVocab, prompt);
+    std::vector<int32_t> context = prompt;
+    std::vector<float> rows;
+    std::vector<int32_t> dctx = prompt;
+    for (size_t i = 0; i <= drafts.size(); ++i) {
+      const auto row = model_logits(dctx);
+      rows.insert(rows.end(), row.begin(), row.end());
+      if (i < drafts.size()) dctx.push_back(drafts[i]);
+    }
+    std::vector<TokenLogprobs> out;
+    ASSERT_TRUE(verify_drafts(sampler, rows, kVocab, drafts, mask_hooks(context), out).ok());
+    // wrong == 3: all accepted plus the bonus token.
+    ASSERT_EQ(out.size(), wrong + 1) << "wrong draft at " << wrong;
+    for (size_t i = 0; i < out.size(); ++i)
+      EXPECT_EQ(out[i].token, truth[i]) << "position " << i;
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::sampling
