@@ -22,6 +22,7 @@ void register_serve(CLI::App& app, CommandAction& action);
 void register_bench_serve(CLI::App& app, CommandAction& action);
 void register_bench_grammar(CLI::App& app, CommandAction& action);
 void register_grammar(CLI::App& app, CommandAction& action);
+void register_router(CLI::App& app, CommandAction& action);
 
 void register_bench(CLI::App& app, CommandAction& action);
 
@@ -39,7 +40,7 @@ inline std::vector<RegisterCommand> all_commands() {
       &register_version, &register_logits,        &register_run,     &register_chat,
       &register_inspect, &register_tokenize,      &register_synth,   &register_quantize,
       &register_bench,   &register_bench_engine,  &register_serve,   &register_bench_serve,
-      &register_convert, &register_bench_grammar, &register_grammar,
+      &register_convert, &register_bench_grammar, &register_grammar, &register_router,
   };
 }
 

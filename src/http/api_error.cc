@@ -1,8 +1,8 @@
-#include "server/api_error.h"
+#include "http/api_error.h"
 
 #include <nlohmann/json.hpp>
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 std::string ApiError::body() const {
   nlohmann::json err = {{"message", message},
@@ -146,4 +146,4 @@ const char* reason_phrase(int status) {
   }
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http
