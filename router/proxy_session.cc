@@ -265,7 +265,8 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
   const int num_choices = requested_choices(body);
   BackendPool& pool = state_.pool();
   RouterMetrics& metrics = state_.metrics();
-  if (!pool.serves(served) && !cfg->fallback) {
+  // The fallback stands in for replicas that are down, never for models we do not serve.
+  if (!pool.serves(served)) {
     http::ApiError e =
         http::from_status(not_found("model '{}' is not served here", model), "model");
     e.code = "model_not_found";
@@ -335,7 +336,7 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
                                    ? ErrorCause::kUpstreamTimeout
                                    : ErrorCause::kUpstreamConnect));
   }
-  if (tried.empty() && !cfg->fallback) {
+  if (tried.empty() && !cfg->fallback) {  // every replica of the model is ejected
     co_await fail(http::unavailable(fmt::format("no healthy replica serves model '{}'", model), 1),
                   ErrorCause::kNoBackend);
   } else {

@@ -273,6 +273,18 @@ Result<UpstreamUrl> parse_upstream_url(std::string_view text, std::string_view k
   return u;
 }
 
+std::string upstream_path(const UpstreamUrl& url, std::string_view client_target) {
+  std::string_view target = client_target;
+  std::string_view prefix = url.path_prefix;
+  if (prefix.ends_with("/v1") && (target.starts_with("/v1/") || target == "/v1")) {
+    target.remove_prefix(3);
+  }
+  std::string out(prefix);
+  out += target;
+  if (out.empty()) out = "/";
+  return out;
+}
+
 const std::string& RouterConfig::resolve(const std::string& model) const {
   auto it = aliases.find(model);
   return it == aliases.end() ? model : it->second;

@@ -41,6 +41,10 @@ struct UpstreamUrl {
 // queries and fragments. `key` names the field in the error.
 Result<UpstreamUrl> parse_upstream_url(std::string_view text, std::string_view key);
 
+// The upstream path for a client's path: the URL's prefix, without repeating a "/v1" that both
+// end and begin with (a base URL as the OpenAI SDKs take it, "http://host/v1").
+std::string upstream_path(const UpstreamUrl& url, std::string_view client_target);
+
 struct BackendConfig {
   std::string name;
   std::string url_text;

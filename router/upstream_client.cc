@@ -34,18 +34,6 @@ asio::awaitable<bool> connect(beast::tcp_stream& stream, const UpstreamUrl& url,
 
 }  // namespace
 
-std::string upstream_path(const UpstreamUrl& url, std::string_view client_target) {
-  std::string_view target = client_target;
-  std::string_view prefix = url.path_prefix;
-  if (prefix.ends_with("/v1") && (target.starts_with("/v1/") || target == "/v1")) {
-    target.remove_prefix(3);
-  }
-  std::string out(prefix);
-  out += target;
-  if (out.empty()) out = "/";
-  return out;
-}
-
 UpstreamExchange::UpstreamExchange(asio::any_io_executor executor) : stream_(std::move(executor)) {
   parser_.header_limit(kMaxResponseHeaderBytes);
   parser_.body_limit(boost::none);  // streamed through, never held

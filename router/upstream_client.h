@@ -22,10 +22,6 @@
 
 namespace pagoda::router {
 
-// The upstream path for a client's path: the URL's prefix, without repeating a "/v1" that both
-// end and begin with (a base URL as the OpenAI SDKs take it, "http://host/v1").
-std::string upstream_path(const UpstreamUrl& url, std::string_view client_target);
-
 class UpstreamExchange {
  public:
   enum class Failure { kNone, kConnect, kTimeout };

@@ -7,7 +7,6 @@
 #include <map>
 
 #include "router/backend_pool.h"
-#include "router/upstream_client.h"
 
 namespace pagoda::router {
 namespace {
