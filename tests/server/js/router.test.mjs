@@ -20,10 +20,12 @@ let router;
 let fallback;
 let fallbackHits = 0;
 let configPath;
+let configText;
 
 function startRouter(config) {
   configPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-router-')), 'router.yaml');
   fs.writeFileSync(configPath, config);
+  configText = config;
   const proc = spawn(BIN, ['router', '--config', configPath, '--threads', '2'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -186,6 +188,35 @@ test('streamed and non-streamed through the router match a replica answering dir
     assert.equal(text, expected);
     assert.equal(finish, 'length');
   }
+});
+
+test('SIGHUP reloads the config without dropping a running stream; a bad config is kept out', { skip }, async () => {
+  let firstEvent;
+  const started = new Promise((r) => (firstEvent = r));
+  const running = streamChat('A long story:', 300, () => firstEvent());
+  await started;
+  fs.writeFileSync(configPath, configText.replace('aliases: {gpt-test: demo}', 'aliases: {gpt-test: demo, gpt-new: demo}'));
+  router.proc.kill('SIGHUP');
+  await waitFor(async () => {
+    const ids = (await (await fetch(`${router.url}/v1/models`)).json()).data.map((m) => m.id);
+    return ids.includes('gpt-new');
+  }, 5000, 'the reloaded alias');
+  const r = await running;
+  assert.equal(r.events.at(-1), '[DONE]');
+  assert.ok(!r.events.some((e) => e !== '[DONE]' && e.error));
+  // An invalid file: the running config stays (the new alias still resolves), the log names the key.
+  fs.writeFileSync(configPath, configText.replace('models: [demo]', 'modles: [demo]'));
+  router.proc.kill('SIGHUP');
+  await waitFor(async () => router.log().includes('modles: unknown key'), 5000, 'the reload error');
+  const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused' });
+  const c = await client.chat.completions.create({ model: 'gpt-new', messages: [{ role: 'user', content: 'x' }], max_tokens: 2 });
+  assert.equal(c.model, 'demo');
+  fs.writeFileSync(configPath, configText);
+  router.proc.kill('SIGHUP');
+  await waitFor(async () => {
+    const ids = (await (await fetch(`${router.url}/v1/models`)).json()).data.map((m) => m.id);
+    return !ids.includes('gpt-new');
+  }, 5000, 'the original config');
 });
 
 test('SIGKILL under load: no request lost silently, counts match, replica readmitted', { skip }, async () => {
