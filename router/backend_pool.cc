@@ -1,6 +1,9 @@
 #include "router/backend_pool.h"
 
+#include "router/prefix_affinity.h"
+
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace pagoda::router {
@@ -20,6 +23,7 @@ BackendPool::BackendPool(const RouterConfig& config, TimePoint now) {
 void BackendPool::reconfigure(const RouterConfig& config, TimePoint now) {
   std::lock_guard lock(mu_);
   health_ = config.health;
+  balancing_ = config.balancing;
   std::vector<BackendPtr> next;
   next.reserve(config.backends.size());
   for (const BackendConfig& c : config.backends) {
@@ -50,25 +54,53 @@ void BackendPool::reconfigure(const RouterConfig& config, TimePoint now) {
 }
 
 BackendPool::BackendPtr BackendPool::acquire(const std::string& model,
-                                             const std::vector<const Backend*>& tried) {
+                                             const std::vector<const Backend*>& tried,
+                                             std::optional<uint64_t> affinity) {
   std::lock_guard lock(mu_);
-  BackendPtr best;
-  double best_score = std::numeric_limits<double>::infinity();
+  std::vector<Backend*> eligible;
   const size_t n = backends_.size();
   const uint64_t start = rotation_++;
   for (size_t k = 0; k < n; ++k) {
     const BackendPtr& b = backends_[(start + k) % n];
     if (!b->admitted || !serves_model(b->config, model)) continue;
     if (std::find(tried.begin(), tried.end(), b.get()) != tried.end()) continue;
-    double load = static_cast<double>(b->outstanding) + b->num_waiting + 1.0;
-    double score = load * (1.0 + b->kv_usage) / b->config.weight;
-    if (score < best_score) {
-      best_score = score;
-      best = b;
+    eligible.push_back(b.get());
+  }
+  if (eligible.empty()) return nullptr;
+  Backend* best = nullptr;
+  if (affinity && balancing_.prefix_affinity && eligible.size() > 1) {
+    int64_t total = 1;
+    for (Backend* b : eligible)
+      total += b->outstanding;
+    const auto cap =
+        static_cast<int64_t>(std::ceil(balancing_.load_factor * static_cast<double>(total) /
+                                       static_cast<double>(eligible.size())));
+    uint64_t best_score = 0;
+    for (Backend* b : eligible) {
+      if (b->outstanding + 1 > cap) continue;
+      uint64_t score = rendezvous_score(*affinity, b->config.name);
+      if (!best || score > best_score) {
+        best = b;
+        best_score = score;
+      }
     }
   }
-  if (best) ++best->outstanding;
-  return best;
+  if (!best) {
+    double best_score = std::numeric_limits<double>::infinity();
+    for (Backend* b : eligible) {
+      double load = static_cast<double>(b->outstanding) + b->num_waiting + 1.0;
+      double score = load * (1.0 + b->kv_usage) / b->config.weight;
+      if (score < best_score) {
+        best_score = score;
+        best = b;
+      }
+    }
+  }
+  ++best->outstanding;
+  for (const BackendPtr& b : backends_) {
+    if (b.get() == best) return b;
+  }
+  return nullptr;  // unreachable: best came from backends_
 }
 
 void BackendPool::release(Backend& backend) {

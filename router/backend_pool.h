@@ -10,13 +10,16 @@
 // readmitted by the first probe that succeeds. Admitted backends are probed every interval.
 //
 // Choice: among admitted backends serving the model and not yet tried by this request, the
-// least (outstanding + waiting + 1) * (1 + kv_usage) / weight; ties rotate.
+// least (outstanding + waiting + 1) * (1 + kv_usage) / weight; ties rotate. A request with a
+// prefix-affinity key goes to the first replica in the key's rendezvous order whose outstanding
+// count stays within ceil(load_factor * (sum of outstanding + 1) / replicas).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,8 +61,10 @@ class BackendPool {
   void reconfigure(const RouterConfig& config, TimePoint now);
 
   // The best admitted backend for `model` not in `tried` (its outstanding count is incremented:
-  // pair with release()), or nullptr.
-  BackendPtr acquire(const std::string& model, const std::vector<const Backend*>& tried);
+  // pair with release()), or nullptr. With an affinity key (router/prefix_affinity.h) and prefix
+  // affinity on: the key's rendezvous order, skipping replicas over the bounded load.
+  BackendPtr acquire(const std::string& model, const std::vector<const Backend*>& tried,
+                     std::optional<uint64_t> affinity = std::nullopt);
   void release(Backend& backend);
 
   // Passive outcomes of proxied requests.
@@ -86,6 +91,7 @@ class BackendPool {
 
   mutable std::mutex mu_;
   HealthConfig health_;
+  BalancingConfig balancing_;
   std::vector<BackendPtr> backends_;
   uint64_t rotation_ = 0;
 };

@@ -17,6 +17,7 @@
 
 #include "http/api_error.h"
 #include "http/http_framing.h"
+#include "router/prefix_affinity.h"
 #include "router/sse_relay.h"
 #include "router/upstream_client.h"
 
@@ -274,9 +275,10 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
     co_return;
   }
 
+  const std::optional<uint64_t> affinity = affinity_key(body, cfg->balancing.prefix_chars);
   std::vector<const BackendPool::Backend*> tried;
   for (uint32_t attempt = 0; attempt < cfg->limits.max_attempts; ++attempt) {
-    BackendPool::BackendPtr b = pool.acquire(served, tried);
+    BackendPool::BackendPtr b = pool.acquire(served, tried, affinity);
     if (!b) break;
     tried.push_back(b.get());
     if (attempt > 0) metrics.count_retry();

@@ -119,8 +119,8 @@ Status parse_backend(const YAML::Node& node, const std::string& path, BackendCon
 }
 
 Status parse_root(const YAML::Node& root, RouterConfig& c) {
-  PAGODA_RETURN_IF_ERROR(
-      check_keys(root, "", {"listen", "backends", "aliases", "fallback", "health", "limits"}));
+  PAGODA_RETURN_IF_ERROR(check_keys(
+      root, "", {"listen", "backends", "aliases", "fallback", "health", "limits", "balancing"}));
   if (const YAML::Node listen = root["listen"]) {
     PAGODA_RETURN_IF_ERROR(check_keys(listen, "listen", {"host", "port"}));
     if (listen["host"]) {
@@ -218,6 +218,28 @@ Status parse_root(const YAML::Node& root, RouterConfig& c) {
     if (l["max_body_bytes"]) {
       PAGODA_ASSIGN_OR_RETURN(c.limits.max_body_bytes,
                               get_uint(l["max_body_bytes"], "limits.max_body_bytes", 1, 1u << 30));
+    }
+  }
+  if (const YAML::Node bal = root["balancing"]) {
+    PAGODA_RETURN_IF_ERROR(
+        check_keys(bal, "balancing", {"prefix_affinity", "prefix_chars", "load_factor"}));
+    if (const YAML::Node on = bal["prefix_affinity"]) {
+      if (!on.IsScalar() || (on.Scalar() != "true" && on.Scalar() != "false")) {
+        return invalid_argument("balancing.prefix_affinity: must be true or false");
+      }
+      c.balancing.prefix_affinity = on.Scalar() == "true";
+    }
+    if (bal["prefix_chars"]) {
+      PAGODA_ASSIGN_OR_RETURN(uint64_t n,
+                              get_uint(bal["prefix_chars"], "balancing.prefix_chars", 1, 1u << 20));
+      c.balancing.prefix_chars = static_cast<uint32_t>(n);
+    }
+    if (bal["load_factor"]) {
+      PAGODA_ASSIGN_OR_RETURN(c.balancing.load_factor,
+                              get_positive_double(bal["load_factor"], "balancing.load_factor"));
+      if (c.balancing.load_factor < 1.0) {
+        return invalid_argument("balancing.load_factor: must be >= 1");
+      }
     }
   }
   return Status();

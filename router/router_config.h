@@ -14,6 +14,7 @@
 //   fallback: {url: http://host:port/prefix, api_key: ..., model: ...}  # all but url optional
 //   health: {interval_ms, timeout_ms, max_backoff_ms, failures_to_eject}
 //   limits: {max_attempts, connect_timeout_ms, stream_idle_timeout_ms, max_body_bytes}
+//   balancing: {prefix_affinity: true, prefix_chars: 2048, load_factor: 1.25}
 #pragma once
 
 #include <cstdint>
@@ -75,6 +76,12 @@ struct LimitsConfig {
   uint64_t max_body_bytes = 8u << 20;
 };
 
+struct BalancingConfig {
+  bool prefix_affinity = true;
+  uint32_t prefix_chars = 2048;  // characters of the prompt / chat prefix hashed
+  double load_factor = 1.25;     // bounded load: a replica takes at most this times the mean
+};
+
 struct RouterConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
@@ -83,6 +90,7 @@ struct RouterConfig {
   std::optional<FallbackConfig> fallback;
   HealthConfig health;
   LimitsConfig limits;
+  BalancingConfig balancing;
 
   // The served model an alias (or a model name) stands for.
   const std::string& resolve(const std::string& model) const;
