@@ -39,14 +39,25 @@ std::optional<uint64_t> affinity_key(const nlohmann::json& body, size_t prefix_c
   auto messages = body.find("messages");
   auto prompt = body.find("prompt");
   if (messages != body.end() && messages->is_array()) {
-    for (const auto& m : *messages) {
-      if (text.size() >= prefix_chars) break;
-      if (!m.is_object()) continue;
+    // The stable prefix of a conversation: the leading system/developer messages, then the first
+    // other message unless it is the newest turn (which differs on every request); a lone
+    // message is its own prefix.
+    size_t end = 0;
+    auto role_of = [&](size_t i) -> std::string_view {
+      const auto& m = (*messages)[i];
+      if (!m.is_object()) return "";
       auto role = m.find("role");
-      if (role != m.end() && role->is_string()) {
-        append_limited(text, role->get_ref<const std::string&>(), prefix_chars);
-        append_limited(text, "\n", prefix_chars);
-      }
+      return role != m.end() && role->is_string() ? role->get_ref<const std::string&>() : "";
+    };
+    while (end < messages->size() && (role_of(end) == "system" || role_of(end) == "developer")) {
+      ++end;
+    }
+    if (end + 1 < messages->size() || (end == 0 && !messages->empty())) ++end;
+    for (size_t i = 0; i < end && text.size() < prefix_chars; ++i) {
+      const auto& m = (*messages)[i];
+      if (!m.is_object()) continue;
+      append_limited(text, role_of(i), prefix_chars);
+      append_limited(text, "\n", prefix_chars);
       auto content = m.find("content");
       if (content != m.end()) append_content(text, *content, prefix_chars);
       append_limited(text, "\n", prefix_chars);

@@ -1,10 +1,11 @@
 // Prefix affinity: requests whose prompts start the same go to the same replica, so its prefix
 // cache hits. The key hashes the first `prefix_chars` characters of the prompt (completions) or
-// of the chat prefix (each message's role and text content in order: the system prompt and the
-// first turns); the replica is chosen by rendezvous hashing (highest xxh3(key, name) wins: when
-// a replica leaves, only its keys move) with bounded load (Mirrokni et al., "Consistent Hashing
-// with Bounded Loads": a replica is skipped while its outstanding requests would exceed
-// ceil(load_factor * (all outstanding + 1) / replicas)).
+// of the chat prefix: the leading system/developer messages, then the first other message
+// unless it is the newest turn (a lone message counts), role and text content of each; the replica
+// is chosen by rendezvous hashing (highest xxh3(key, name) wins: when a replica leaves, only its
+// keys move) with bounded load (Mirrokni et al., "Consistent Hashing with Bounded Loads": a replica
+// is skipped while its outstanding requests would exceed ceil(load_factor * (all outstanding + 1) /
+// replicas)).
 #pragma once
 
 #include <cstdint>

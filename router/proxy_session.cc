@@ -1,9 +1,11 @@
 #include "router/proxy_session.h"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -64,8 +66,11 @@ class Connection {
 
   asio::awaitable<void> handle(const bhttp::request<bhttp::string_body>& req);
   asio::awaitable<void> proxy(const bhttp::request<bhttp::string_body>& req);
+  // `upstream_done` runs once, as soon as the upstream response is complete or broken (before
+  // the last bytes reach the client), so the backend's outstanding count drops with its work.
   asio::awaitable<RelayEnd> relay(UpstreamExchange& ex, const std::string& backend_name,
-                                  const std::string& path, int num_choices);
+                                  const std::string& path, int num_choices,
+                                  const std::function<void()>& upstream_done);
 
   std::string models_json() const;
   std::string health_json(bool& ok) const;
@@ -305,8 +310,12 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
       continue;
     }
     pool.report_success(*b);
-    RelayEnd end = co_await relay(ex, b->config.name, path, num_choices);
-    pool.release(*b);
+    bool released = false;
+    auto release = [&] {
+      if (!std::exchange(released, true)) pool.release(*b);
+    };
+    RelayEnd end = co_await relay(ex, b->config.name, path, num_choices, release);
+    release();
     if (end == RelayEnd::kCut &&
         pool.report_failure(*b, BackendPool::Clock::now()) == BackendPool::Transition::kEjected) {
       metrics.count_ejection(b->config.name);
@@ -328,7 +337,7 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
                                     milliseconds(cfg->limits.connect_timeout_ms),
                                     milliseconds(cfg->limits.stream_idle_timeout_ms));
     if (failure == UpstreamExchange::Failure::kNone && ex.status() < 500) {
-      co_await relay(ex, "fallback", path, num_choices);
+      co_await relay(ex, "fallback", path, num_choices, [] {});
       co_return;
     }
     ex.close();
@@ -353,7 +362,8 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
 }
 
 asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::string& backend_name,
-                                            const std::string& path, int num_choices) {
+                                            const std::string& path, int num_choices,
+                                            const std::function<void()>& upstream_done) {
   RouterMetrics& metrics = state_.metrics();
   const auto idle = milliseconds(state_.config()->limits.stream_idle_timeout_ms);
   const std::string content_type = ex.header("Content-Type");
@@ -401,6 +411,7 @@ asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::str
   std::string piece;
   for (;;) {
     bool ok = co_await ex.read_some(piece, idle);
+    if (!ok || ex.done()) upstream_done();
     std::string out = sse ? events.push(piece) : std::move(piece);
     if (ok && ex.done() && sse) out += events.flush();
     if (!out.empty() && !co_await write(frame(out))) co_return client_gone();

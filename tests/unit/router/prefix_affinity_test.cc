@@ -19,16 +19,36 @@ json chat(const std::string& system, const std::string& user) {
                {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}}}};
 }
 
-TEST(AffinityKey, CoversTheFirstPrefixChars) {
+json conversation(const std::string& system, const std::string& first, const std::string& last) {
+  return json{{"messages",
+               {{{"role", "system"}, {"content", system}},
+                {{"role", "user"}, {"content", first}},
+                {{"role", "assistant"}, {"content", "ok"}},
+                {{"role", "user"}, {"content", last}}}}};
+}
+
+TEST(AffinityKey, CoversTheStablePrefixUpToPrefixChars) {
   const std::string sys(100, 's');
-  // "system\n" + 100 + "\n" = 108 characters before the user turn.
-  EXPECT_EQ(affinity_key(chat(sys, "question one"), 108), affinity_key(chat(sys, "other"), 108));
-  EXPECT_NE(affinity_key(chat(sys, "question one"), 120), affinity_key(chat(sys, "other"), 120));
-  EXPECT_NE(affinity_key(chat(sys, "q"), 108), affinity_key(chat(std::string(100, 't'), "q"), 108));
+  // The newest turn is never part of the key; the system prompt is.
+  EXPECT_EQ(affinity_key(chat(sys, "question one"), 2048), affinity_key(chat(sys, "other"), 2048));
+  EXPECT_NE(affinity_key(chat(sys, "q"), 2048),
+            affinity_key(chat(std::string(100, 't'), "q"), 2048));
+  // A conversation keys on the system prompt and its first turn, not on later turns.
+  EXPECT_EQ(affinity_key(conversation(sys, "first", "a"), 2048),
+            affinity_key(conversation(sys, "first", "b"), 2048));
+  EXPECT_NE(affinity_key(conversation(sys, "first", "a"), 2048),
+            affinity_key(conversation(sys, "other", "a"), 2048));
+  // Only the first prefix_chars count: "system\n" + 100 characters = 107.
+  EXPECT_EQ(affinity_key(conversation(sys, "first", "a"), 107),
+            affinity_key(conversation(sys, "other", "a"), 107));
+  EXPECT_EQ(affinity_key(chat(sys + "x", "q"), 50), affinity_key(chat(sys + "y", "q"), 50));
+  // A single message is its own prefix.
+  json single{{"messages", {{{"role", "user"}, {"content", "hello"}}}}};
+  EXPECT_TRUE(affinity_key(single, 2048).has_value());
   // Content parts count as their text.
   json parts = chat(sys, "q");
   parts["messages"][0]["content"] = json::array({{{"type", "text"}, {"text", sys}}});
-  EXPECT_EQ(affinity_key(parts, 108), affinity_key(chat(sys, "zzz"), 108));
+  EXPECT_EQ(affinity_key(parts, 2048), affinity_key(chat(sys, "zzz"), 2048));
   EXPECT_EQ(affinity_key(json{{"prompt", "abcdef"}}, 3),
             affinity_key(json{{"prompt", "abcxyz"}}, 3));
   EXPECT_EQ(affinity_key(json{{"prompt", {"abcdef", "x"}}}, 3),
