@@ -47,7 +47,8 @@ std::optional<uint64_t> affinity_key(const nlohmann::json& body, size_t prefix_c
       const auto& m = (*messages)[i];
       if (!m.is_object()) return "";
       auto role = m.find("role");
-      return role != m.end() && role->is_string() ? role->get_ref<const std::string&>() : "";
+      if (role == m.end() || !role->is_string()) return "";
+      return std::string_view(role->get_ref<const std::string&>());
     };
     while (end < messages->size() && (role_of(end) == "system" || role_of(end) == "developer")) {
       ++end;
