@@ -8,7 +8,7 @@ BUILD_PKGS=(
   cmake ninja-build g++ pkg-config make
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libxxhash-dev
   libhwy-dev libdnnl-dev ocl-icd-opencl-dev
-  libboost1.81-dev prometheus-cpp-dev
+  libboost1.81-dev prometheus-cpp-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 TEST_PKGS=(

@@ -1,11 +1,11 @@
-#include "server/http_framing.h"
+#include "http/http_framing.h"
 
 #include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 namespace http = boost::beast::http;
 
@@ -65,4 +65,4 @@ std::optional<ApiError> check_framing(const http::request_parser<http::string_bo
   return std::nullopt;
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

@@ -1,8 +1,8 @@
-#include "server/api_error.h"
+#include "http/api_error.h"
 
 #include <nlohmann/json.hpp>
 
-namespace pagoda::server {
+namespace pagoda::http {
 
 ErrorShape error_shape_for_path(std::string_view path) {
   constexpr std::string_view kMessages = "/v1/messages";
@@ -187,4 +187,4 @@ const char* reason_phrase(int status) {
   }
 }
 
-}  // namespace pagoda::server
+}  // namespace pagoda::http

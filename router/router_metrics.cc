@@ -1,0 +1,134 @@
+#include "router/router_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace pagoda::router {
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kError:
+      return "error";
+    case Outcome::kStreamCut:
+      return "stream_cut";
+    case Outcome::kClientGone:
+      return "client_gone";
+  }
+  return "unknown";
+}
+
+const char* cause_name(ErrorCause c) {
+  switch (c) {
+    case ErrorCause::kInvalidRequest:
+      return "invalid_request";
+    case ErrorCause::kModelNotFound:
+      return "model_not_found";
+    case ErrorCause::kNoBackend:
+      return "no_backend";
+    case ErrorCause::kUpstreamConnect:
+      return "upstream_connect";
+    case ErrorCause::kUpstream5xx:
+      return "upstream_5xx";
+    case ErrorCause::kUpstreamTimeout:
+      return "upstream_timeout";
+    case ErrorCause::kAttemptsExhausted:
+      return "attempts_exhausted";
+    case ErrorCause::kStreamCut:
+      return "stream_cut";
+    case ErrorCause::kClientDisconnect:
+      return "client_disconnect";
+  }
+  return "unknown";
+}
+
+struct RouterMetrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& requests =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_requests_total")
+          .Help("Client requests by the backend that answered and how they ended.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& errors =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_errors_total")
+          .Help("Failures by cause (failed attempts and failed requests).")
+          .Register(*registry);
+  prometheus::Counter& retries = prometheus::BuildCounter()
+                                     .Name("pagoda_router_retries_total")
+                                     .Help("Attempts retried on another replica.")
+                                     .Register(*registry)
+                                     .Add({});
+  prometheus::Counter& fallbacks = prometheus::BuildCounter()
+                                       .Name("pagoda_router_fallback_requests_total")
+                                       .Help("Requests sent to the fallback upstream.")
+                                       .Register(*registry)
+                                       .Add({});
+  prometheus::Family<prometheus::Counter>& ejections =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_ejections_total")
+          .Help("Backends ejected after failures (passive or active).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& readmissions =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_readmissions_total")
+          .Help("Ejected backends readmitted by a successful /health probe.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& admitted =
+      prometheus::BuildGauge()
+          .Name("pagoda_router_backend_up")
+          .Help("1 if the backend is admitted (healthy), 0 if ejected.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& outstanding =
+      prometheus::BuildGauge()
+          .Name("pagoda_router_backend_outstanding_requests")
+          .Help("Requests in flight to the backend.")
+          .Register(*registry);
+  prometheus::Gauge& degradation = prometheus::BuildGauge()
+                                       .Name("pagoda_router_degradation_level")
+                                       .Help("Current degradation ladder level (0 = normal).")
+                                       .Register(*registry)
+                                       .Add({});
+};
+
+RouterMetrics::RouterMetrics() : impl_(std::make_unique<Impl>()) {}
+RouterMetrics::~RouterMetrics() = default;
+
+void RouterMetrics::count_request(const std::string& backend, Outcome outcome) {
+  impl_->requests.Add({{"backend", backend}, {"outcome", outcome_name(outcome)}}).Increment();
+}
+
+void RouterMetrics::count_error(ErrorCause cause) {
+  impl_->errors.Add({{"cause", cause_name(cause)}}).Increment();
+}
+
+void RouterMetrics::count_retry() {
+  impl_->retries.Increment();
+}
+
+void RouterMetrics::count_fallback() {
+  impl_->fallbacks.Increment();
+}
+
+void RouterMetrics::count_ejection(const std::string& backend) {
+  impl_->ejections.Add({{"backend", backend}}).Increment();
+}
+
+void RouterMetrics::count_readmission(const std::string& backend) {
+  impl_->readmissions.Add({{"backend", backend}}).Increment();
+}
+
+std::string RouterMetrics::render(const std::vector<BackendPool::BackendView>& backends) {
+  for (const auto& b : backends) {
+    impl_->admitted.Add({{"backend", b.name}}).Set(b.admitted ? 1.0 : 0.0);
+    impl_->outstanding.Add({{"backend", b.name}}).Set(static_cast<double>(b.outstanding));
+  }
+  prometheus::TextSerializer serializer;
+  return serializer.Serialize(impl_->registry->Collect());
+}
+
+}  // namespace pagoda::router

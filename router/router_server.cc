@@ -1,0 +1,151 @@
+#include "router/router_server.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "router/health_checker.h"
+#include "router/proxy_session.h"
+#include "router/router_state.h"
+
+namespace pagoda::router {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr auto kDrainTimeout = std::chrono::seconds(30);
+}
+
+struct RouterServer::Impl {
+  Impl(RouterConfig config, std::string path, unsigned n)
+      : state(std::move(config), std::move(path)), num_threads(std::max(1u, n)), acceptor(ioc) {}
+
+  asio::awaitable<void> accept_loop() {
+    while (!state.draining) {
+      auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc),
+                                                         asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        if (state.draining || ec == asio::error::operation_aborted) break;
+        continue;  // EMFILE and the like: keep serving the connections we have
+      }
+      asio::ip::tcp::no_delay nd(true);
+      boost::system::error_code ignored;
+      socket.set_option(nd, ignored);
+      auto executor = socket.get_executor();
+      asio::co_spawn(executor, serve_connection(std::move(socket), state), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> drain() {
+    asio::steady_timer timer(ioc);
+    auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
+    while (state.active_requests > 0 && std::chrono::steady_clock::now() < deadline) {
+      timer.expires_after(std::chrono::milliseconds(50));
+      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    ioc.stop();
+  }
+
+  void stop() {
+    asio::post(ioc, [this] {
+      if (state.draining.exchange(true)) return;
+      boost::system::error_code ec;
+      acceptor.close(ec);
+      asio::co_spawn(ioc, drain(), asio::detached);
+    });
+  }
+
+  void arm_signals() {
+    signals->async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        Status s = state.reload();
+        if (s.ok()) {
+          spdlog::info("SIGHUP: config reloaded");
+        } else {
+          spdlog::error("SIGHUP: config not reloaded (the running one stays): {}", s.message());
+        }
+      } else {
+        if (++num_stop_signals > 1) std::_Exit(1);
+        spdlog::info("signal {}: draining", sig);
+        stop();
+      }
+      arm_signals();
+    });
+  }
+
+  RouterState state;
+  unsigned num_threads;
+  asio::io_context ioc;
+  tcp::acceptor acceptor;
+  std::optional<asio::signal_set> signals;
+  std::vector<std::thread> threads;
+  int num_stop_signals = 0;
+};
+
+RouterServer::RouterServer(RouterConfig config, std::string config_path, unsigned num_threads)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(config_path), num_threads)) {}
+
+RouterServer::~RouterServer() {
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
+}
+
+Status RouterServer::start() {
+  Impl& m = *impl_;
+  auto cfg = m.state.config();
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(cfg->host, ec);
+  if (ec) return invalid_argument("listen.host: '{}' is not an IP address", cfg->host);
+  tcp::endpoint endpoint(address, cfg->port);
+  m.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) m.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) m.acceptor.bind(endpoint, ec);
+  if (!ec) m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return io_error("cannot listen on {}:{}: {}", cfg->host, cfg->port, ec.message());
+  asio::co_spawn(m.ioc, m.accept_loop(), asio::detached);
+  asio::co_spawn(m.ioc, run_health_checks(m.state), asio::detached);
+  for (unsigned i = 0; i < m.num_threads; ++i)
+    m.threads.emplace_back([&m] { m.ioc.run(); });
+  return Status();
+}
+
+uint16_t RouterServer::port() const {
+  boost::system::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+void RouterServer::handle_signals() {
+  impl_->signals.emplace(impl_->ioc, SIGTERM, SIGINT, SIGHUP);
+  impl_->arm_signals();
+}
+
+void RouterServer::request_stop() {
+  impl_->stop();
+}
+
+int RouterServer::wait() {
+  for (auto& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
+  return 0;
+}
+
+}  // namespace pagoda::router
