@@ -21,7 +21,7 @@ struct WeightView {
   const uint8_t* packed = nullptr;  // optional, owned elsewhere
   // The tensor's name in its file ("blk.0.attn_q.weight") when the loader knows it, for the
   // tools that observe matmuls (matmul_observer.h); it lives as long as the model's tensor source.
-  std::string_view name;
+  std::string_view name = {};
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

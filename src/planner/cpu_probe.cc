@@ -43,7 +43,7 @@ Result<Matrix> make_matrix(tensor::DType dtype, int64_t rows, int64_t cols) {
   kernels::quantize_row(dtype, row.data(), m.data.data(), cols);
   for (int64_t r = 1; r < rows; ++r)
     std::memcpy(m.data.data() + row_bytes * r, m.data.data(), row_bytes);
-  m.view = {dtype, rows, cols, row_bytes, m.data.data(), nullptr};
+  m.view = {dtype, rows, cols, row_bytes, m.data.data(), nullptr, {}};
   kernels::WeightView* views[] = {&m.view};
   m.placed = backend::cpu_backend().place_weights(views);
   if (m.placed) m.data = {};  // the view points at the placed copy
