@@ -22,16 +22,28 @@ std::string event(std::string_view type, const json& data) {
   return fmt::format("event: {}\ndata: {}\n\n", type, dump(data));
 }
 
-std::optional<ApiError> check_fields(const json& body, std::span<const std::string_view> known) {
-  for (const auto& [key, value] : body.items()) {
+// A key of `obj` outside `known` is refused by name (`prefix` is the object's path: "tools[0].").
+std::optional<ApiError> check_fields(const json& obj, std::span<const std::string_view> known,
+                                     std::string_view prefix = "") {
+  for (const auto& [key, value] : obj.items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    const std::string shown = key.substr(0, 64);
+    const std::string shown = fmt::format("{}{}", prefix, key.substr(0, 64));
     ApiError e = bad_request(fmt::format("'{}': unknown or unsupported field", shown), shown);
     e.code = "unsupported_field";
     return e;
   }
   return std::nullopt;
 }
+
+// The keys each content block and tool may carry. `cache_control` is accepted everywhere: it
+// asks for prompt caching, which the engine's automatic prefix cache does without being asked.
+constexpr std::string_view kTextBlockKeys[] = {"type", "text", "cache_control"};
+constexpr std::string_view kToolUseKeys[] = {"type", "id", "name", "input", "cache_control"};
+constexpr std::string_view kToolResultKeys[] = {"type", "tool_use_id", "content", "is_error",
+                                                "cache_control"};
+constexpr std::string_view kToolKeys[] = {"type", "name", "description", "input_schema",
+                                          "cache_control"};
+constexpr std::string_view kMessageKeys[] = {"role", "content"};
 
 const json* find(const json& obj, const char* name) {
   auto it = obj.find(name);
@@ -59,6 +71,7 @@ std::optional<ApiError> text_of(const json& v, const std::string& param, std::st
                                        type->get<std::string>().substr(0, 64)),
                          bparam + ".type");
     }
+    if (auto e = check_fields(b, kTextBlockKeys, bparam + ".")) return e;
     if (!text || !text->is_string()) {
       return bad_request(bparam + ".text must be a string", bparam + ".text");
     }
@@ -73,12 +86,7 @@ std::optional<ApiError> text_of(const json& v, const std::string& param, std::st
 std::optional<ApiError> translate_message(const json& m, size_t index, json& chat) {
   const std::string param = fmt::format("messages[{}]", index);
   if (!m.is_object()) return bad_request(param + " must be an object", param);
-  for (const auto& [key, value] : m.items()) {
-    if (key != "role" && key != "content") {
-      return bad_request(fmt::format("{}: unknown field '{}'", param, key.substr(0, 64)),
-                         param + "." + key.substr(0, 64));
-    }
-  }
+  if (auto e = check_fields(m, kMessageKeys, param + ".")) return e;
   const json* role = find(m, "role");
   if (!role || !role->is_string() ||
       (role->get<std::string>() != "user" && role->get<std::string>() != "assistant")) {
@@ -107,6 +115,7 @@ std::optional<ApiError> translate_message(const json& m, size_t index, json& cha
     }
     const std::string& t = type->get_ref<const std::string&>();
     if (t == "text") {
+      if (auto e = check_fields(b, kTextBlockKeys, bparam + ".")) return e;
       const json* s = find(b, "text");
       if (!s || !s->is_string()) {
         return bad_request(bparam + ".text must be a string", bparam + ".text");
@@ -115,6 +124,7 @@ std::optional<ApiError> translate_message(const json& m, size_t index, json& cha
       text += s->get<std::string>();
       has_text = true;
     } else if (t == "tool_use" && !user) {
+      if (auto e = check_fields(b, kToolUseKeys, bparam + ".")) return e;
       const json* id = find(b, "id");
       const json* name = find(b, "name");
       const json* input = find(b, "input");
@@ -126,6 +136,7 @@ std::optional<ApiError> translate_message(const json& m, size_t index, json& cha
                                 {"type", "function"},
                                 {"function", {{"name", *name}, {"arguments", dump(*input)}}}});
     } else if (t == "tool_result" && user) {
+      if (auto e = check_fields(b, kToolResultKeys, bparam + ".")) return e;
       const json* id = find(b, "tool_use_id");
       if (!id || !id->is_string()) {
         return bad_request(bparam + ".tool_use_id must be a string", bparam + ".tool_use_id");
@@ -168,6 +179,7 @@ std::optional<ApiError> translate_tools(const json& body, json& chat) {
             unimplemented("{}: only client tools (type \"custom\") are supported", param),
             param + ".type");
       }
+      if (auto e = check_fields(t, kToolKeys, param + ".")) return e;
       const json* name = find(t, "name");
       const json* schema = find(t, "input_schema");
       if (!name || !name->is_string()) {

@@ -137,6 +137,14 @@ std::optional<ApiError> translate_tools(const json& body, json& chat) {
                            param + ".type");
       }
       if (auto e = string_field(t, "name", param, name)) return e;
+      for (const auto& [key, value] : t.items()) {
+        if (key == "type" || key == "name" || key == "description" || key == "parameters" ||
+            key == "strict" || value.is_null()) {
+          continue;
+        }
+        const std::string shown = fmt::format("{}.{}", param, key.substr(0, 64));
+        return unsupported("'" + shown + "'", shown);
+      }
       json fn = {{"name", name}};
       for (const char* key : {"description", "parameters", "strict"}) {
         if (const json* v = find(t, key)) fn[key] = *v;

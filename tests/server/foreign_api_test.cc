@@ -211,6 +211,35 @@ TEST_F(ForeignApiTest, MessagesRefusalsNameTheField) {
   b = ok;
   b["tool_choice"] = {{"type", "sometimes"}};
   EXPECT_EQ(param(b), "tool_choice.type");
+  // Keys of blocks and tools are checked too; cache_control is accepted (prefix caching is
+  // automatic).
+  b = ok;
+  b["messages"][0]["content"] =
+      json::array({{{"type", "text"}, {"text", "hi"}, {"cache_control", {{"type", "ephemeral"}}}}});
+  EXPECT_EQ(param(b), "<ok>");
+  b = ok;
+  b["messages"][0]["content"] =
+      json::array({{{"type", "text"}, {"text", "hi"}, {"citations", json::array()}}});
+  EXPECT_EQ(param(b), "messages[0].content[0].citations");
+  b = ok;
+  b["system"] = json::array({{{"type", "text"}, {"text", "be brief"}, {"colour", "red"}}});
+  EXPECT_EQ(param(b), "system[0].colour");
+  b = ok;
+  b["tools"] = json::array({{{"name", "f"},
+                             {"input_schema", {{"type", "object"}}},
+                             {"cache_control", {{"type", "ephemeral"}}}}});
+  EXPECT_EQ(param(b), "<ok>");
+  b["tools"][0]["input_examples"] = json::array();
+  EXPECT_EQ(param(b), "tools[0].input_examples");
+  b = ok;
+  b["messages"] = json::array({{{"role", "user"}, {"content", "hi"}},
+                               {{"role", "assistant"},
+                                {"content", json::array({{{"type", "tool_use"},
+                                                          {"id", "x"},
+                                                          {"name", "f"},
+                                                          {"input", json::object()},
+                                                          {"caller", "me"}}})}}});
+  EXPECT_EQ(param(b), "messages[1].content[0].caller");
   b = ok;
   b["model"] = "claude";
   GenerationSpec spec;
@@ -397,6 +426,9 @@ TEST_F(ForeignApiTest, ResponsesRefusalsNameTheField) {
   b = ok;
   b["tools"] = json::array({{{"type", "file_search"}}});
   EXPECT_EQ(param(b), "tools[0].type");
+  b = ok;
+  b["tools"] = json::array({{{"type", "function"}, {"name", "f"}, {"defer_loading", true}}});
+  EXPECT_EQ(param(b), "tools[0].defer_loading");
   b = ok;
   b["text"] = {{"format", {{"type", "json_schema"}, {"name", "x"}}}};
   EXPECT_EQ(param(b), "text.format.schema");
