@@ -14,7 +14,7 @@ BUILD_PKGS=(
 TEST_PKGS=(
   clang-14 libclang-rt-14-dev clang-format-14 g++-aarch64-linux-gnu qemu-user-static
   python3 python3-numpy python3-jinja2 python3-torch python3-jsonschema python3-rfc3987
-  nodejs npm prometheus curl
+  nodejs npm prometheus curl chromium
 )
 
 pkgs=("${BUILD_PKGS[@]}")

@@ -217,6 +217,9 @@ void HttpSession::on_header() {
     head_.authorization = std::string(it->value());
   }
   if (auto it = h.find("x-api-key"); it != h.end()) head_.x_api_key = std::string(it->value());
+  if (auto it = h.find(http::field::if_none_match); it != h.end()) {
+    head_.if_none_match = std::string(it->value());
+  }
   if (auto cl = parser_->content_length()) head_.content_length = *cl;
   head_.chunked = parser_->chunked();
   head_only_ = head_.method == "HEAD";
@@ -313,7 +316,7 @@ std::string HttpSession::header_block(
   if (!content_type.empty()) h += fmt::format("Content-Type: {}\r\n", content_type);
   if (chunked) {
     h += "Transfer-Encoding: chunked\r\n";
-  } else if (!streaming_ && status != 204) {
+  } else if (!streaming_ && status != 204 && status != 304) {
     h += fmt::format("Content-Length: {}\r\n", content_length);
   }
   h += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";

@@ -25,6 +25,7 @@ struct RequestHead {
   std::optional<std::string> host;
   std::optional<std::string> origin;        // the Origin header
   std::optional<std::string> content_type;  // the Content-Type header
+  std::string if_none_match;                // the If-None-Match header (the web page's assets)
   bool preflight = false;  // OPTIONS with Access-Control-Request-Method (CORS preflight)
   // Set by Router::check_header: the Origin to echo in Access-Control-Allow-Origin ("" = none).
   std::string cors_allow_origin;

@@ -15,6 +15,7 @@
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
 #include "server/server_state.h"
+#include "server/web_assets.h"
 
 namespace pagoda::server {
 
@@ -56,6 +57,8 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 std::optional<Router::Route> Router::find_route(std::string_view path) {
   if (path == "/health") return Route{RouteId::kHealth, "GET", true};
+  // The web page and its assets are public: the page asks for the key and sends it.
+  if (find_web_asset(path) != nullptr) return Route{RouteId::kWebAsset, "GET", true};
   if (path == "/metrics") return Route{RouteId::kMetrics, "GET", true};
   if (path == "/version") return Route{RouteId::kVersion, "GET", false};
   if (path == "/v1/models") return Route{RouteId::kModels, "GET", false};
@@ -332,6 +335,10 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
       return;
     case RouteId::kMetrics:
       session->respond(metrics());
+      return;
+    case RouteId::kWebAsset:
+      session->respond(
+          web_asset_response(*find_web_asset(request.head.path), request.head.if_none_match));
       return;
     case RouteId::kChat:
     case RouteId::kCompletions:

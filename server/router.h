@@ -1,14 +1,14 @@
 // Router: the route table and the small endpoints. check_header() runs before a body is read:
 // URI length, Host (--allowed-hosts: DNS rebinding), Origin (--allowed-origins: CSRF; CORS
-// preflights pass to handle()), authentication (every route but GET/HEAD /health and /metrics
-// needs a key when keys are set, unknown paths included, so no path trick is answered without
-// it), route, method, Content-Length and, on the JSON endpoints, Content-Type (415 unless
-// application/json). handle() answers a complete request: /health, /metrics, /v1/models,
-// /tokenize, /detokenize, /v1/messages/count_tokens and GET / DELETE /v1/responses/{id}
-// directly; /v1/chat/completions, /v1/completions, /v1/messages (Anthropic) and /v1/responses
-// through a GenerationJob (the last two with their API's ResponseEncoder). Paths are matched
-// exactly (no normalisation: "//v1/models", "/v1/../x" and
-// "%2e%2e" are simply unknown).
+// preflights pass to handle()), authentication (every route but GET/HEAD /health, /metrics and
+// the web page's files needs a key when keys are set, unknown paths included, so no path trick
+// is answered without it), route, method, Content-Length and, on the JSON endpoints,
+// Content-Type (415 unless application/json). handle() answers a complete request: /health,
+// /metrics, the web page (GET /, server/web_assets.h), /v1/models, /tokenize, /detokenize,
+// /v1/messages/count_tokens and GET / DELETE /v1/responses/{id} directly; /v1/chat/completions,
+// /v1/completions, /v1/messages (Anthropic) and /v1/responses through a GenerationJob (the last
+// two with their API's ResponseEncoder). Paths are matched exactly (no normalisation:
+// "//v1/models", "/v1/../x" and "%2e%2e" are simply unknown).
 #pragma once
 
 #include <atomic>
@@ -52,6 +52,7 @@ class Router {
     kCountTokens,  // Anthropic: POST /v1/messages/count_tokens
     kResponses,    // POST /v1/responses
     kResponse,     // GET / DELETE /v1/responses/{id}
+    kWebAsset,     // GET / and the web page's files (server/web_assets.h)
   };
   struct Route {
     RouteId id;

@@ -8,7 +8,11 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +21,7 @@
 #include "server/fake_engine.h"
 #include "server/http_server.h"
 #include "server/raw_client.h"
+#include "server/web_assets.h"
 
 namespace pagoda::server {
 namespace {
@@ -774,7 +779,7 @@ TEST(HttpServer, HeadHealthAndAbsoluteFormTargets) {
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(s.get("http://127.0.0.1/health").status, 200);
   EXPECT_EQ(s.get("HTTP://localhost/v1/models?x=1").status, 200);
-  EXPECT_EQ(s.get("http://localhost").status, 404);  // path "/"
+  EXPECT_EQ(s.get("http://localhost").status, 200);  // path "/": the web page
   EXPECT_EQ(s.get("http://evil.example/v1/models").status, 403);
 }
 
@@ -864,6 +869,77 @@ TEST(HttpServer, PrefixCacheIsolationSaltsRequestsPerTenant) {
   // A client salt cannot forge another tenant's chain.
   for (const std::string& salt : k)
     EXPECT_NE(salt.find('|'), std::string::npos) << salt;
+}
+
+// The web page (GET /): every file of server/web/ is embedded byte for byte with its type, served
+// without a key while the API still needs one, revalidated with its ETag (304, no body).
+TEST(HttpServer, WebPageIsEmbeddedPublicAndRevalidated) {
+  const std::filesystem::path dir = PAGODA_WEB_DIR;
+  size_t num_files = 0;
+  std::set<std::string_view> etags;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".html" && ext != ".mjs" && ext != ".css" && ext != ".svg") continue;
+    ++num_files;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const WebAsset* a = find_web_asset("/" + name);
+    ASSERT_NE(a, nullptr) << name;
+    EXPECT_EQ(a->body, bytes) << name;
+    const std::string_view want = ext == ".html"  ? "text/html; charset=utf-8"
+                                  : ext == ".mjs" ? "text/javascript; charset=utf-8"
+                                  : ext == ".css" ? "text/css; charset=utf-8"
+                                                  : "image/svg+xml";
+    EXPECT_EQ(a->content_type, want) << name;
+    EXPECT_TRUE(a->etag.size() == 34 && a->etag.front() == '"' && a->etag.back() == '"') << name;
+    etags.insert(a->etag);
+  }
+  EXPECT_GE(num_files, 5u);
+  EXPECT_EQ(embedded_web_assets().size(), num_files);
+  EXPECT_EQ(etags.size(), num_files);  // different bytes, different tags
+  ASSERT_EQ(find_web_asset("/"), find_web_asset("/index.html"));
+  EXPECT_EQ(find_web_asset("/../index.html"), nullptr);
+  EXPECT_EQ(find_web_asset("/index.html/"), nullptr);
+
+  ServerConfig cfg;
+  cfg.api_keys = {"sekret"};
+  Server s(cfg);
+  const WebAsset& index = *find_web_asset("/index.html");
+  RawResponse r = s.get("/");
+  EXPECT_EQ(r.status, 200);  // public
+  EXPECT_EQ(r.headers["content-type"], "text/html; charset=utf-8");
+  EXPECT_EQ(r.body, index.body);
+  EXPECT_EQ(r.headers["etag"], index.etag);
+  EXPECT_EQ(r.headers["cache-control"], "no-cache");
+  EXPECT_NE(r.headers["content-security-policy"].find("script-src 'self'"), std::string::npos);
+  for (const WebAsset& a : embedded_web_assets()) {
+    RawResponse ar = s.get(std::string(a.path));
+    EXPECT_EQ(ar.status, 200) << a.path;
+    EXPECT_EQ(ar.body, a.body) << a.path;
+    EXPECT_EQ(ar.headers["content-type"], a.content_type) << a.path;
+  }
+  // HEAD: the headers only.
+  RawResponse head = s.request("HEAD / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.headers["content-length"], std::to_string(index.body.size()));
+  EXPECT_TRUE(head.body.empty());
+  // If-None-Match: the tag (also weak, in a list, or *) is 304 without a body; another is 200.
+  const std::string tag(index.etag);
+  for (const std::string& inm : {tag, "W/" + tag, "\"x\", " + tag, std::string("*")}) {
+    RawResponse nm = s.get("/", "If-None-Match: " + inm + "\r\nConnection: close\r\n");
+    EXPECT_EQ(nm.status, 304) << inm;
+    EXPECT_TRUE(nm.body.empty()) << inm;
+    EXPECT_EQ(nm.headers.count("content-length"), 0u) << inm;
+    EXPECT_EQ(nm.headers["etag"], tag);
+  }
+  EXPECT_EQ(s.get("/", "If-None-Match: \"other\"\r\n").status, 200);
+  // The page is public, the API is not; nothing else is answered without the key.
+  EXPECT_EQ(s.get("/v1/models").status, 401);
+  EXPECT_EQ(s.get("/app.js").status, 401);
+  EXPECT_EQ(s.get("/index.htm").status, 401);
+  EXPECT_EQ(s.post("/", json::object()).status, 401);
+  EXPECT_EQ(s.post("/", json::object(), "Authorization: Bearer sekret\r\n").status, 405);
 }
 
 }  // namespace
