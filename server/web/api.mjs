@@ -17,6 +17,7 @@ export function setUnauthorizedHandler(fn) {
 }
 
 // fetch() with the key; JSON bodies are sent as application/json (the server takes nothing else).
+// Paths are relative ("v1/models"), so the page also works behind a proxy that adds a prefix.
 export async function api(path, { method = 'GET', body, signal } = {}) {
   const headers = {};
   const key = apiKey();

@@ -29,7 +29,7 @@ function showTab(name) {
 
 async function refreshStatus() {
   try {
-    const r = await fetch('/health', { cache: 'no-store' });
+    const r = await fetch('health', { cache: 'no-store' });
     $('status').textContent = r.ok ? 'ready' : r.status === 503 ? 'loading' : `health ${r.status}`;
     $('status').className = `status ${r.ok ? 'ok' : 'bad'}`;
   } catch {

@@ -38,7 +38,8 @@ export class Chat {
     this.doc = doc;
     this.$ = (id) => doc.getElementById(id);
     const saved = load(CONVERSATION_ITEM, []);
-    this.messages = Array.isArray(saved) ? saved.filter((m) => m && typeof m.content === 'string') : [];
+    const valid = (m) => m && (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string';
+    this.messages = Array.isArray(saved) ? saved.filter(valid) : [];
     this.controller = null;
     this.numStreamed = 0; // replies finished or stopped (for tests and the status line)
   }
@@ -72,7 +73,7 @@ export class Chat {
 
   async loadModels() {
     const select = this.$('model');
-    const r = await api('/v1/models');
+    const r = await api('v1/models');
     if (!r.ok) {
       this.showStatus(`Models: ${await errorMessage(r)}`);
       return false;
@@ -97,7 +98,11 @@ export class Chat {
   }
 
   save() {
-    localStorage.setItem(CONVERSATION_ITEM, JSON.stringify(this.messages));
+    try {
+      localStorage.setItem(CONVERSATION_ITEM, JSON.stringify(this.messages));
+    } catch (e) {
+      this.showStatus(`Not saved (${e.name}): start a new chat to free local storage`);
+    }
   }
 
   showStatus(text) {
@@ -215,7 +220,7 @@ export class Chat {
     let usage = null;
     let finish = '';
     try {
-      const r = await api('/v1/chat/completions', { method: 'POST', body, signal: this.controller.signal });
+      const r = await api('v1/chat/completions', { method: 'POST', body, signal: this.controller.signal });
       if (!r.ok) throw new Error(await errorMessage(r));
       for await (const data of readEvents(r.body)) {
         if (data === '[DONE]') break;

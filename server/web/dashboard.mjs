@@ -84,7 +84,7 @@ export class Dashboard {
 
   async poll() {
     try {
-      const r = await api('/metrics');
+      const r = await api('metrics');
       if (!r.ok) {
         this.error = `/metrics answered ${r.status}`;
         return;
@@ -126,7 +126,8 @@ export class Dashboard {
       this.series('running', COLORS[0], (p) => p.running),
       this.series('waiting', COLORS[1], (p) => p.waiting),
     ]);
-    plot('plot-kv', [this.series('used', COLORS[2], (p) => p.kvPercent)], { yMax: 100 });
+    // KV usage: the axis grows with the usage (up to 100 %), so a light load stays visible.
+    plot('plot-kv', [this.series('used', COLORS[2], (p) => p.kvPercent)], { yCap: 100 });
     plot('plot-prefix', [this.series('hits', COLORS[3], (p) => p.prefixHitPercent)], { yMax: 100 });
   }
 }

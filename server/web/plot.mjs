@@ -23,8 +23,9 @@ export function formatNumber(v) {
   return v.toExponential(0);
 }
 
-// series: [{label, color, points: [[timeMs, value], ...]}]; opts: {now, windowMs, yMax}.
-export function drawPlot(canvas, series, { now, windowMs, yMax } = {}) {
+// series: [{label, color, points: [[timeMs, value], ...]}]; opts: {now, windowMs, yMax (fixed top),
+// yCap (the most the automatic top may be)}.
+export function drawPlot(canvas, series, { now, windowMs, yMax, yCap = Infinity } = {}) {
   const ctx = canvas.getContext('2d');
   const w = canvas.width;
   const h = canvas.height;
@@ -35,7 +36,7 @@ export function drawPlot(canvas, series, { now, windowMs, yMax } = {}) {
   for (const s of series) {
     for (const [t, v] of s.points) if (t >= t0 && Number.isFinite(v)) max = Math.max(max, v);
   }
-  const top = yMax ?? niceCeil(max);
+  const top = yMax ?? Math.min(yCap, niceCeil(max));
   const x = (t) => PAD.left + ((t - t0) / windowMs) * plotW;
   const y = (v) => PAD.top + plotH - (Math.min(v, top) / top) * plotH;
 

@@ -104,7 +104,7 @@ test('GET / loads the page and its assets without console errors', { skip }, asy
 test('a typed message streams into the page and equals the server answer', { skip }, async () => {
   await setField(page, '#system', 'You are a storyteller.');
   await setField(page, '#temperature', '0');
-  await setField(page, '#max-tokens', '24');
+  await setField(page, '#max-tokens', '40');
   // Count the reply's text updates while it streams.
   await page.evaluate(() => {
     window.__updates = new Set();
@@ -130,7 +130,7 @@ test('a typed message streams into the page and equals the server answer', { ski
       messages: [{ role: 'system', content: 'You are a storyteller.' }, { role: 'user', content: 'Once upon a time' }],
       temperature: 0,
       top_p: 1,
-      max_tokens: 24,
+      max_tokens: 40,
     }),
   });
   const expected = (await r.json()).choices[0].message.content;
