@@ -83,7 +83,9 @@ export class Chat {
     select.replaceChildren();
     for (const m of data ?? []) {
       const option = this.doc.createElement('option');
-      option.value = option.textContent = m.id;
+      option.value = m.id;
+      // Servers with several models say whether each is loaded.
+      option.textContent = typeof m.state === 'string' && m.state !== 'loaded' ? `${m.id} (${m.state})` : m.id;
       select.append(option);
     }
     if ([...select.options].some((o) => o.value === current)) select.value = current;

@@ -171,6 +171,7 @@ test('Stop aborts the stream and the server frees the request', { skip }, async 
   assert.ok(reply.text.length > 0);
   // The server noticed the closed connection, aborted the request and freed it.
   assert.equal(await waitMetric(server.url, 'vllm:num_requests_running', (v) => v === 0, 5000), 0);
+  assert.equal(await waitMetric(server.url, 'vllm:kv_cache_usage_perc', (v) => v === 0, 5000), 0);
   const aborted = await waitMetric(server.url, 'pagoda:requests_aborted_total', (v) => v === aborted0 + 1, 5000, { cause: 'client_disconnect' });
   assert.equal(aborted, aborted0 + 1);
   // No more tokens are generated for it, far fewer than the 400 asked for.
