@@ -50,6 +50,33 @@ struct RouterServer::Impl {
     }
   }
 
+  // The degradation ladder's clock: every eval_interval_ms, the level from the router's queue,
+  // the replicas' scraped waiting counts and the window of finished requests.
+  asio::awaitable<void> run_ladder() {
+    asio::steady_timer timer(ioc);
+    int level = 0;
+    while (!state.draining) {
+      double waiting = 0;
+      for (const auto& b : state.pool().snapshot()) {
+        if (b.admitted) waiting += b.num_waiting;
+      }
+      LadderSignals seen;
+      int next = state.degradation().evaluate(waiting, std::chrono::steady_clock::now(), &seen);
+      if (next != level) {
+        spdlog::warn(
+            "degradation level {} -> {} (queue {}, replicas waiting {}, p95 ttft {} ms, p95 tpot "
+            "{} ms, error rate {})",
+            level, next, seen.queue_length, seen.backend_waiting, seen.p95_ttft_ms.value_or(-1),
+            seen.p95_tpot_ms.value_or(-1), seen.error_rate.value_or(-1));
+        state.metrics().count_level_change(level, next);
+        level = next;
+      }
+      state.metrics().set_degradation_level(level);
+      timer.expires_after(std::chrono::milliseconds(state.config()->ladder.eval_interval_ms));
+      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
   asio::awaitable<void> drain() {
     asio::steady_timer timer(ioc);
     auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
@@ -121,6 +148,7 @@ Status RouterServer::start() {
   if (ec) return io_error("cannot listen on {}:{}: {}", cfg->host, cfg->port, ec.message());
   asio::co_spawn(m.ioc, m.accept_loop(), asio::detached);
   asio::co_spawn(m.ioc, run_health_checks(m.state), asio::detached);
+  asio::co_spawn(m.ioc, m.run_ladder(), asio::detached);
   for (unsigned i = 0; i < m.num_threads; ++i)
     m.threads.emplace_back([&m] { m.ioc.run(); });
   return Status();
