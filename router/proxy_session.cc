@@ -486,8 +486,10 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
     auto release = [&] {
       if (!std::exchange(released, true)) pool.release(*b);
     };
-    RelayEnd end =
-        co_await relay(ex, b->config.name, path, num_choices, release, {sent, cache_key});
+    // A named local, not a braced temporary: GCC 12 destroys temporaries of a co_await
+    // expression twice (a double free seen in the e2e test).
+    const RelayOptions options{sent, cache_key};
+    RelayEnd end = co_await relay(ex, b->config.name, path, num_choices, release, options);
     release();
     if (end == RelayEnd::kCut &&
         pool.report_failure(*b, BackendPool::Clock::now()) == BackendPool::Transition::kEjected) {
@@ -511,7 +513,9 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
                                     milliseconds(cfg->limits.connect_timeout_ms),
                                     milliseconds(cfg->limits.stream_idle_timeout_ms));
     if (failure == UpstreamExchange::Failure::kNone && ex.status() < 500) {
-      co_await relay(ex, "fallback", path, num_choices, [] {}, {sent, std::nullopt});
+      const RelayOptions options{sent, std::nullopt};
+      const std::function<void()> nothing = [] {};
+      co_await relay(ex, "fallback", path, num_choices, nothing, options);
       co_return;
     }
     ex.close();
