@@ -7,7 +7,9 @@
 // - each level's action as a client sees it (x-pagoda-degradation header on every response):
 //   token-bucket 429s only from level 1, max_tokens clamped from 2, the smaller model from 3,
 //   n refused by name and cached answers (counted in the metrics) from 4, the preset reply at 5;
-// - the replicas' scraped waiting count is a trigger of its own.
+// - the replicas' scraped waiting count is a trigger of its own;
+// - level 1's queue (a second router): max_concurrent proxied, the rest wait by tier, a full
+//   queue sheds the lowest tier (503 queue_full), a waiter times out (429 queue_timeout).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -270,4 +272,65 @@ test('the replicas\' scraped waiting count is a trigger', { skip }, async () => 
   await waitLevel(1);
   stubWaiting = 0;
   await waitLevel(0, COOLDOWN_MS + 3000);
+});
+
+test('the level-1 queue admits by tier, sheds the lowest tier and times out', { skip }, async () => {
+  const url = `http://127.0.0.1:${stub.address().port}`;
+  const r2 = await startRouter(`listen: {host: 127.0.0.1, port: 0}
+backends:
+  - {name: stub, url: "${url}", models: [demo]}
+health: {interval_ms: 50}
+ladder:
+  eval_interval_ms: 10
+  cooldown_ms: 60000
+  levels: [{queue_length: 1}]
+  rate_limits:
+    keys: {sk-gold: {tier: 2}}
+  queue: {max_concurrent: 2, max_queued: 1, timeout_ms: 400}
+`);
+  try {
+    await waitHealthy(r2.url, 10000);
+    const post = (content, key) => fetch(`${r2.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: 'demo', messages: [{ role: 'user', content }] }),
+    });
+    // Two held requests: the cap is reached and the ladder is at level 1.
+    const before = held.length;
+    const running = [post('hold', 'sk-a'), post('hold', 'sk-a')];
+    while (held.length < before + 2) await sleep(10);
+    const deadline = Date.now() + 3000;
+    while (metric(await metrics(r2.url), 'pagoda_router_degradation_level') !== 1) {
+      assert.ok(Date.now() < deadline, 'level 1 not reached');
+      await sleep(10);
+    }
+    // A tier-0 request waits; a second tier-0 finds the queue full and is shed.
+    const low = post('x', 'sk-a');
+    await sleep(50);
+    assert.equal(metric(await metrics(r2.url), 'pagoda_router_queue_requests', { state: 'waiting' }), 1);
+    const shed = await post('x', 'sk-b');
+    assert.equal(shed.status, 503);
+    assert.equal((await shed.json()).error.code, 'queue_full');
+    // A tier-2 request takes the tier-0 waiter's place (that one is shed), then times out.
+    const gold = post('x', 'sk-gold');
+    const lowRes = await low;
+    assert.equal(lowRes.status, 503);
+    assert.equal((await lowRes.json()).error.code, 'queue_full');
+    const goldRes = await gold;
+    assert.equal(goldRes.status, 429);
+    assert.equal((await goldRes.json()).error.code, 'queue_timeout');
+    // A waiter is admitted as soon as a running request finishes.
+    const next = post('x', 'sk-gold');
+    await sleep(50);
+    held.shift()();
+    assert.equal((await next).status, 200);
+    for (const answer of held.splice(0)) answer();
+    for (const r of await Promise.all(running)) assert.equal(r.status, 200);
+    const m = await metrics(r2.url);
+    assert.equal(metric(m, 'pagoda_router_errors_total', { cause: 'queue_shed' }), 2);
+    assert.equal(metric(m, 'pagoda_router_errors_total', { cause: 'queue_timeout' }), 1);
+  } finally {
+    r2.proc.kill('SIGTERM');
+    await new Promise((r) => r2.proc.on('exit', r));
+  }
 });
