@@ -1,5 +1,7 @@
 #include "router/router_server.h"
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <optional>
@@ -28,7 +30,20 @@ using asio::ip::tcp;
 
 namespace {
 constexpr auto kDrainTimeout = std::chrono::seconds(30);
+
+// Every client connection is a descriptor and a proxied request one more: the default soft limit
+// (often 1024) would cap the router far below its connection target (5,000 idle keep-alive
+// connections are tested), so the soft limit is raised to the hard one.
+void raise_file_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rlim_t before = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    spdlog::info("open-file limit raised from {} to {}", before, rl.rlim_cur);
+  }
 }
+}  // namespace
 
 struct RouterServer::Impl {
   Impl(RouterConfig config, std::string path, unsigned n)
@@ -136,6 +151,7 @@ RouterServer::~RouterServer() {
 
 Status RouterServer::start() {
   Impl& m = *impl_;
+  raise_file_limit();
   auto cfg = m.state.config();
   boost::system::error_code ec;
   auto address = asio::ip::make_address(cfg->host, ec);

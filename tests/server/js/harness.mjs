@@ -167,15 +167,19 @@ export async function readSse(response) {
 export { sleep };
 
 // Starts `pagoda router` on the YAML `config` (written to a temporary file; listen port 0) and
-// resolves with {proc, url, configPath, log()} once it listens.
-export async function startRouter(config, { threads = 2 } = {}) {
+// resolves with {proc, url, configPath, log()} once it listens. `softFileLimit` starts it under
+// that soft open-file limit (through the shell's ulimit).
+export async function startRouter(config, { threads = 2, softFileLimit = 0 } = {}) {
   const os = await import('node:os');
   const path = await import('node:path');
   const configPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-router-')), 'router.yaml');
   fs.writeFileSync(configPath, config);
-  const proc = spawn(BIN, ['router', '--config', configPath, '--threads', String(threads)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = ['router', '--config', configPath, '--threads', String(threads)];
+  const proc = softFileLimit
+    ? spawn('sh', ['-c', `ulimit -Sn ${softFileLimit} && exec "$0" "$@"`, BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    : spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stderr.on('data', (d) => (err += d.toString()));
