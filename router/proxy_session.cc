@@ -275,7 +275,10 @@ asio::awaitable<void> Connection::handle(const bhttp::request<bhttp::string_body
     }
     co_return;
   }
-  if (!path.starts_with("/v1/")) {
+  // /tokenize and /detokenize (vLLM's shape, with a model) pass through too: `bench serve` makes
+  // its exact-length prompts with them, through the router as directly.
+  const bool utility = path == "/tokenize" || path == "/detokenize";
+  if (!path.starts_with("/v1/") && !utility) {
     co_await fail(http::route_not_found(method, std::string(path)), ErrorCause::kInvalidRequest);
     co_return;
   }
@@ -443,7 +446,11 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
   bool body_changed = false;
   std::optional<std::string> cache_key;
   QueueSlot slot(state_.degradation().queue());
-  if (!co_await degrade(req, path, body, served, body_changed, cache_key, slot)) co_return;
+  // The ladder governs the API, not the tokenizer utilities.
+  if (path.starts_with("/v1/") &&
+      !co_await degrade(req, path, body, served, body_changed, cache_key, slot)) {
+    co_return;
+  }
   std::string forwarded = req.body();
   if (served != model || body_changed) {
     body["model"] = served;
