@@ -171,11 +171,15 @@ test('a load ramp climbs the ladder and returns to 0 after the cooldowns without
   // Distinct consecutive levels: straight up, straight down.
   const steps = samples.filter((s, i) => i === 0 || s.level !== samples[i - 1].level);
   assert.deepEqual(steps.map((s) => s.level), [0, 1, 2, 3, 4, 5, 4, 3, 2, 1, 0]);
-  // Each step down came no sooner than the cooldown (less the sampling period) after the last.
+  // One step down per cooldown. Observed times lag the real ones by up to a sampling round trip
+  // (more on a loaded machine), so single steps get a generous margin and the whole descent
+  // 4 -> 0 (four cooldowns, lag only at its two ends) a tight one.
   for (let i = 6; i < steps.length; ++i) {
-    assert.ok(steps[i].at - steps[i - 1].at >= COOLDOWN_MS - 60,
+    assert.ok(steps[i].at - steps[i - 1].at >= COOLDOWN_MS / 2,
               `step ${steps[i - 1].level} -> ${steps[i].level} after ${steps[i].at - steps[i - 1].at} ms`);
   }
+  const descent = steps[10].at - steps[6].at;
+  assert.ok(descent >= 4 * COOLDOWN_MS - 100, `4 -> 0 took ${descent} ms`);
   const m = await metrics(router.url);
   assert.equal(metric(m, 'pagoda_router_degradation_changes_total', { direction: 'up' }), 5);
   assert.equal(metric(m, 'pagoda_router_degradation_changes_total', { direction: 'down' }), 5);
