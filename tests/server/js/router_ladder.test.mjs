@@ -7,7 +7,8 @@
 // - each level's action as a client sees it (x-pagoda-degradation header on every response):
 //   token-bucket 429s only from level 1, max_tokens clamped from 2, the smaller model from 3,
 //   n refused by name and cached answers (counted in the metrics) from 4, the preset reply at 5;
-// - the replicas' scraped waiting count is a trigger of its own;
+// - the replicas' scraped waiting count is a trigger of its own, and so is p95 TTFT over the
+//   sliding window (a second router: slow answers raise it, the window forgets them);
 // - level 1's queue (a second router): max_concurrent proxied, the rest wait by tier, a full
 //   queue sheds the lowest tier (503 queue_full), a waiter times out (429 queue_timeout).
 import { test, before, after } from 'node:test';
@@ -50,7 +51,9 @@ function startStub() {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
         res.end(out);
       };
-      if (parsed.messages?.[0]?.content === 'hold') held.push(answer);
+      const content = parsed.messages?.[0]?.content;
+      if (content === 'hold') held.push(answer);
+      else if (content === 'slow') setTimeout(answer, 250);
       else answer();
     });
   });
@@ -336,5 +339,50 @@ ladder:
   } finally {
     r2.proc.kill('SIGTERM');
     await new Promise((r) => r2.proc.on('exit', r));
+  }
+});
+
+test('p95 TTFT over the sliding window is a trigger', { skip }, async () => {
+  const url = `http://127.0.0.1:${stub.address().port}`;
+  const r3 = await startRouter(`listen: {host: 127.0.0.1, port: 0}
+backends:
+  - {name: stub, url: "${url}", models: [demo]}
+health: {interval_ms: 50}
+ladder:
+  eval_interval_ms: 10
+  window_ms: 1000
+  min_samples: 4
+  cooldown_ms: 200
+  levels: [{p95_ttft_ms: 200}]
+`);
+  try {
+    await waitHealthy(r3.url, 10000);
+    const post = (content) => fetch(`${r3.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'demo', messages: [{ role: 'user', content }] }),
+    }).then((r) => r.text());
+    const lvl = async () => metric(await metrics(r3.url), 'pagoda_router_degradation_level');
+    // Three slow answers are below min_samples: no p95 yet, level 0.
+    for (let i = 0; i < 3; ++i) await post('slow');
+    await sleep(50);
+    assert.equal(await lvl(), 0);
+    await post('slow');  // the fourth: p95 TTFT >= 250 ms >= 200
+    let deadline = Date.now() + 2000;
+    while (await lvl() !== 1) {
+      assert.ok(Date.now() < deadline, 'level 1 not reached');
+      await sleep(10);
+    }
+    // Fast answers only: once the slow ones leave the 1 s window, p95 falls and, after the
+    // 200 ms cooldown, the level with it.
+    deadline = Date.now() + 4000;
+    while (await lvl() !== 0) {
+      assert.ok(Date.now() < deadline, 'level 0 not reached');
+      await post('fast');
+      await sleep(20);
+    }
+  } finally {
+    r3.proc.kill('SIGTERM');
+    await new Promise((r) => r3.proc.on('exit', r));
   }
 });
