@@ -7,8 +7,9 @@
 // - each level's action as a client sees it (x-pagoda-degradation header on every response):
 //   token-bucket 429s only from level 1, max_tokens clamped from 2, the smaller model from 3,
 //   n refused by name and cached answers (counted in the metrics) from 4, the preset reply at 5;
-// - the replicas' scraped waiting count is a trigger of its own, and so is p95 TTFT over the
-//   sliding window (a second router: slow answers raise it, the window forgets them);
+// - the replicas' scraped waiting count is a trigger of its own, and so are p95 TTFT and the
+//   error rate over the sliding window (another router: slow or failed answers raise the level,
+//   it comes down once the window forgets them);
 // - level 1's queue (a second router): max_concurrent proxied, the rest wait by tier, a full
 //   queue sheds the lowest tier (503 queue_full), a waiter times out (429 queue_timeout).
 import { test, before, after } from 'node:test';
@@ -54,6 +55,10 @@ function startStub() {
       const content = parsed.messages?.[0]?.content;
       if (content === 'hold') held.push(answer);
       else if (content === 'slow') setTimeout(answer, 250);
+      else if (content === 'fail') {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end('{"error":{"message":"stub failure","type":"server_error"}}');
+      }
       else answer();
     });
   });
@@ -342,18 +347,19 @@ ladder:
   }
 });
 
-test('p95 TTFT over the sliding window is a trigger', { skip }, async () => {
+test('p95 TTFT and the error rate over the sliding window are triggers', { skip }, async () => {
   const url = `http://127.0.0.1:${stub.address().port}`;
   const r3 = await startRouter(`listen: {host: 127.0.0.1, port: 0}
 backends:
   - {name: stub, url: "${url}", models: [demo]}
-health: {interval_ms: 50}
+health: {interval_ms: 50, failures_to_eject: 1000}
+limits: {max_attempts: 1}
 ladder:
   eval_interval_ms: 10
   window_ms: 1000
   min_samples: 4
   cooldown_ms: 200
-  levels: [{p95_ttft_ms: 200}]
+  levels: [{p95_ttft_ms: 200}, {error_rate: 0.5}]
 `);
   try {
     await waitHealthy(r3.url, 10000);
@@ -379,6 +385,20 @@ ladder:
     while (await lvl() !== 0) {
       assert.ok(Date.now() < deadline, 'level 0 not reached');
       await post('fast');
+      await sleep(20);
+    }
+    // Failed requests (the replica's 5xx, every attempt failed: 502 to the client) are errors:
+    // Once the window has forgotten the fast answers, 4 of 4 is over level 2's 0.5.
+    await sleep(1100);
+    for (let i = 0; i < 4; ++i) await post('fail');
+    deadline = Date.now() + 2000;
+    while (await lvl() !== 2) {
+      assert.ok(Date.now() < deadline, 'level 2 not reached');
+      await sleep(10);
+    }
+    deadline = Date.now() + 4000;
+    while (await lvl() !== 0) {
+      assert.ok(Date.now() < deadline, 'level 0 not reached after the errors');
       await sleep(20);
     }
   } finally {
