@@ -191,7 +191,7 @@ std::vector<BackendPool::BackendView> BackendPool::snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<BackendView> v;
   for (const BackendPtr& b : backends_) {
-    v.push_back({b->config.name, b->admitted, b->outstanding, b->config.models});
+    v.push_back({b->config.name, b->admitted, b->outstanding, b->config.models, b->num_waiting});
   }
   return v;
 }

@@ -52,6 +52,7 @@ class BackendPool {
     bool admitted = false;
     int64_t outstanding = 0;
     std::vector<std::string> models;
+    double num_waiting = 0;  // scraped vllm:num_requests_waiting
   };
 
   BackendPool(const RouterConfig& config, TimePoint now);

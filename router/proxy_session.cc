@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -19,6 +20,7 @@
 
 #include "http/api_error.h"
 #include "http/http_framing.h"
+#include "router/ladder_actions.h"
 #include "router/prefix_affinity.h"
 #include "router/sse_relay.h"
 #include "router/upstream_client.h"
@@ -37,6 +39,8 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr uint32_t kMaxHeaderBytes = 16 * 1024;
 constexpr auto kIdleKeepAlive = std::chrono::seconds(120);
 constexpr auto kClientWriteTimeout = std::chrono::seconds(60);
+constexpr auto kQueuePoll = std::chrono::milliseconds(5);
+using SteadyClock = std::chrono::steady_clock;
 
 struct ActiveRequest {
   explicit ActiveRequest(RouterState& s) : state(s) { ++state.active_requests; }
@@ -48,6 +52,35 @@ struct ActiveRequest {
 
 // How relaying one upstream response ended.
 enum class RelayEnd { kComplete, kCut, kClientGone };
+
+// What relay() measures and keeps for the ladder.
+struct RelayOptions {
+  SteadyClock::time_point sent;          // when the request went upstream (TTFT origin)
+  std::optional<std::string> cache_key;  // store a complete 200 JSON answer under this key
+};
+
+// Releases a request's slot in the admission queue when it ends, however it ends.
+struct QueueSlot {
+  explicit QueueSlot(AdmissionQueue& q) : queue(q) {}
+  ~QueueSlot() {
+    if (held) queue.release();
+  }
+  QueueSlot(const QueueSlot&) = delete;
+  QueueSlot& operator=(const QueueSlot&) = delete;
+  AdmissionQueue& queue;
+  bool held = false;
+};
+
+// The API key a request presents (Bearer token or x-api-key), "" if none.
+std::string api_key_of(const bhttp::request<bhttp::string_body>& req) {
+  std::string_view auth(req[bhttp::field::authorization].data(),
+                        req[bhttp::field::authorization].size());
+  if (auth.size() > 7 && http::ascii_lower(std::string(auth.substr(0, 7))) == "bearer ") {
+    return std::string(auth.substr(7));
+  }
+  auto x = req.find("x-api-key");
+  return x == req.end() ? std::string() : std::string(x->value());
+}
 
 class Connection {
  public:
@@ -63,6 +96,12 @@ class Connection {
   asio::awaitable<bool> respond_error(const http::ApiError& e);
   // A router-level failure: the error response and its counts.
   asio::awaitable<void> fail(const http::ApiError& e, ErrorCause cause);
+  // The ladder's level-1 to level-5 checks before a request goes upstream. Returns false if the
+  // request was answered here (refused, cached or preset); may rewrite `body` / `served`.
+  asio::awaitable<bool> degrade(const bhttp::request<bhttp::string_body>& req,
+                                const std::string& path, nlohmann::json& body, std::string& served,
+                                bool& body_changed, std::optional<std::string>& cache_key,
+                                QueueSlot& slot);
 
   asio::awaitable<void> handle(const bhttp::request<bhttp::string_body>& req);
   asio::awaitable<void> proxy(const bhttp::request<bhttp::string_body>& req);
@@ -70,9 +109,11 @@ class Connection {
   // the last bytes reach the client), so the backend's outstanding count drops with its work.
   asio::awaitable<RelayEnd> relay(UpstreamExchange& ex, const std::string& backend_name,
                                   const std::string& path, int num_choices,
-                                  const std::function<void()>& upstream_done);
+                                  const std::function<void()>& upstream_done,
+                                  const RelayOptions& options);
 
   std::string models_json() const;
+  std::string degradation_header() const { return std::to_string(state_.degradation().level()); }
   std::string health_json(bool& ok) const;
 
   beast::tcp_stream client_;
@@ -97,6 +138,7 @@ asio::awaitable<bool> Connection::respond(
                                 status, http::reason_phrase(status), content_type, body.size());
   for (const auto& [k, v] : extra)
     out += fmt::format("{}: {}\r\n", k, v);
+  out += fmt::format("x-pagoda-degradation: {}\r\n", degradation_header());
   if (!keep_alive_) out += "Connection: close\r\n";
   out += "\r\n";
   if (!head_only_) out += body;
@@ -112,6 +154,10 @@ asio::awaitable<bool> Connection::respond_error(const http::ApiError& e) {
 
 asio::awaitable<void> Connection::fail(const http::ApiError& e, ErrorCause cause) {
   state_.metrics().count_error(cause);
+  if (cause == ErrorCause::kNoBackend || cause == ErrorCause::kAttemptsExhausted) {
+    // Failures of the service (not refusals of the client or the ladder) feed the error rate.
+    state_.degradation().window().add(SteadyClock::now(), std::nullopt, std::nullopt, true);
+  }
   bool sent = co_await respond_error(e);
   if (!sent) state_.metrics().count_error(ErrorCause::kClientDisconnect);
   state_.metrics().count_request("none", sent ? Outcome::kError : Outcome::kClientGone);
@@ -219,14 +265,20 @@ asio::awaitable<void> Connection::handle(const bhttp::request<bhttp::string_body
       std::string body = health_json(ok);
       co_await respond(ok ? 200 : 503, "application/json", body, {});
     } else if (path == "/metrics") {
-      std::string body = state_.metrics().render(state_.pool().snapshot());
+      Degradation& d = state_.degradation();
+      std::string body = state_.metrics().render(state_.pool().snapshot(),
+                                                 {d.queue().num_waiting(), d.queue().num_running(),
+                                                  d.cache().num_entries(), d.cache().num_bytes()});
       co_await respond(200, "text/plain; version=0.0.4; charset=utf-8", body, {});
     } else {
       co_await respond(200, "application/json", models_json(), {});
     }
     co_return;
   }
-  if (!path.starts_with("/v1/")) {
+  // /tokenize and /detokenize (vLLM's shape, with a model) pass through too: `bench serve` makes
+  // its exact-length prompts with them, through the router as directly.
+  const bool utility = path == "/tokenize" || path == "/detokenize";
+  if (!path.starts_with("/v1/") && !utility) {
     co_await fail(http::route_not_found(method, std::string(path)), ErrorCause::kInvalidRequest);
     co_return;
   }
@@ -242,6 +294,124 @@ int requested_choices(const json& body) {
   if (it == body.end() || !it->is_number_integer()) return 1;
   int64_t n = it->get<int64_t>();
   return n >= 1 && n <= 128 ? static_cast<int>(n) : 1;
+}
+
+asio::awaitable<bool> Connection::degrade(const bhttp::request<bhttp::string_body>& req,
+                                          const std::string& path, json& body, std::string& served,
+                                          bool& body_changed, std::optional<std::string>& cache_key,
+                                          QueueSlot& slot) {
+  auto cfg = state_.config();
+  const LadderConfig& lc = cfg->ladder;
+  Degradation& d = state_.degradation();
+  RouterMetrics& metrics = state_.metrics();
+  const int level = d.level();
+  const auto now = SteadyClock::now();
+  const std::string key = api_key_of(req);
+  // The key is taken at every level (answers are stored as they pass) and on the request as
+  // the client sent it: the level-2/3 rewrites below hold at level 4 too, where it is served.
+  if (lc.cache.max_entries > 0) cache_key = router::cache_key(path, key, served, body);
+  const int32_t retry_after = static_cast<int32_t>(std::max<uint32_t>(1, lc.cooldown_ms / 1000));
+
+  if (level >= 5) {  // circuit breaker
+    auto stream = body.find("stream");
+    const bool streamed = stream != body.end() && stream->is_boolean() && stream->get<bool>();
+    std::optional<PresetReply> reply;
+    if (lc.circuit.preset_reply) {
+      reply =
+          preset_reply(path, body["model"].get<std::string>(), *lc.circuit.preset_reply, streamed);
+    }
+    if (reply) {
+      metrics.count_ladder_action(LadderAction::kPreset);
+      const std::vector<std::pair<std::string, std::string>> extra = {
+          {std::string("x-pagoda-backend"), std::string("preset")}};
+      bool sent = co_await respond(200, reply->content_type, reply->body, extra);
+      metrics.count_request("preset", sent ? Outcome::kOk : Outcome::kClientGone);
+      co_return false;
+    }
+    http::ApiError e = http::unavailable(
+        "the service is overloaded and not taking requests (degradation level 5); retry later",
+        static_cast<int32_t>(lc.circuit.retry_after_s));
+    e.code = "circuit_open";
+    co_await fail(e, ErrorCause::kCircuitOpen);
+    co_return false;
+  }
+  if (level >= 4) {
+    if (auto e = refuse_disabled(body, lc.disable, retry_after)) {
+      co_await fail(*e, ErrorCause::kFeatureDisabled);
+      co_return false;
+    }
+    if (cache_key) {
+      auto hit = d.cache().get(*cache_key, now);
+      metrics.count_cache_lookup(hit.has_value());
+      if (hit) {
+        metrics.count_ladder_action(LadderAction::kCacheHit);
+        const std::vector<std::pair<std::string, std::string>> extra = {
+            {std::string("x-pagoda-backend"), std::string("cache")},
+            {std::string("x-pagoda-cache"), std::string("hit")}};
+        bool sent = co_await respond(200, hit->content_type, hit->body, extra);
+        metrics.count_request("cache", sent ? Outcome::kOk : Outcome::kClientGone);
+        co_return false;
+      }
+    }
+  }
+  if (level >= 1 && lc.rate_limits_enabled) {
+    const RateLimit& limit = lc.limit_for(key);
+    auto decision = d.limiter().acquire(
+        key, limit, estimate_tokens(req.body().size(), requested_max_tokens(body)), now);
+    if (!decision.allowed) {
+      http::ApiError e = http::too_many_requests(
+          decision.tokens_exhausted
+              ? fmt::format("rate limit reached for this API key: {} tokens per minute",
+                            limit.tokens_per_minute)
+              : fmt::format("rate limit reached for this API key: {} requests per minute",
+                            limit.requests_per_minute),
+          "rate_limit_exceeded", decision.retry_after_s);
+      co_await fail(e, ErrorCause::kRateLimited);
+      co_return false;
+    }
+  }
+  if (level >= 2 && lc.max_tokens_cap && clamp_max_tokens(body, path, *lc.max_tokens_cap)) {
+    body_changed = true;
+    metrics.count_ladder_action(LadderAction::kClamped);
+  }
+  if (level >= 3) {
+    if (auto it = lc.route.find(served); it != lc.route.end()) {
+      served = it->second;
+      body_changed = true;
+      metrics.count_ladder_action(LadderAction::kRerouted);
+    }
+  }
+  // Level 1's queue. Below it requests pass at once but count as running, so the cap holds from
+  // the moment the ladder climbs.
+  const bool bypass = level < 1 || lc.queue.max_concurrent == 0;
+  auto ticket = d.queue().enqueue(lc.limit_for(key).tier, bypass, now);
+  AdmissionQueue::State st = ticket.state;
+  if (st == AdmissionQueue::State::kWaiting) {
+    asio::steady_timer timer(client_.get_executor());
+    while (st == AdmissionQueue::State::kWaiting) {
+      timer.expires_after(kQueuePoll);
+      co_await timer.async_wait(kTuple);
+      st = d.queue().poll(ticket.id, SteadyClock::now());
+    }
+  }
+  if (st == AdmissionQueue::State::kAdmitted) {
+    slot.held = true;
+    co_return true;
+  }
+  if (st == AdmissionQueue::State::kShed) {
+    http::ApiError e = http::unavailable(
+        "the router's queue is full of requests of this priority tier or higher; retry later",
+        retry_after);
+    e.code = "queue_full";
+    co_await fail(e, ErrorCause::kQueueShed);
+  } else {
+    co_await fail(
+        http::too_many_requests(fmt::format("waited longer than the router's queue timeout ({} ms)",
+                                            lc.queue.timeout_ms),
+                                "queue_timeout", retry_after),
+        ErrorCause::kQueueTimeout);
+  }
+  co_return false;
 }
 
 asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>& req) {
@@ -262,13 +432,7 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
   }
   const std::string model = model_it->get<std::string>();
   auto cfg = state_.config();
-  const std::string served = cfg->resolve(model);
-  std::string forwarded = req.body();
-  if (served != model) {
-    body["model"] = served;
-    forwarded = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  const int num_choices = requested_choices(body);
+  std::string served = cfg->resolve(model);
   BackendPool& pool = state_.pool();
   RouterMetrics& metrics = state_.metrics();
   // The fallback stands in for replicas that are down, never for models we do not serve.
@@ -279,6 +443,20 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
     co_await fail(e, ErrorCause::kModelNotFound);
     co_return;
   }
+  bool body_changed = false;
+  std::optional<std::string> cache_key;
+  QueueSlot slot(state_.degradation().queue());
+  // The ladder governs the API, not the tokenizer utilities.
+  if (path.starts_with("/v1/") &&
+      !co_await degrade(req, path, body, served, body_changed, cache_key, slot)) {
+    co_return;
+  }
+  std::string forwarded = req.body();
+  if (served != model || body_changed) {
+    body["model"] = served;
+    forwarded = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  const int num_choices = requested_choices(body);
 
   const std::optional<uint64_t> affinity = affinity_key(body, cfg->balancing.prefix_chars);
   std::vector<const BackendPool::Backend*> tried;
@@ -288,6 +466,7 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
     tried.push_back(b.get());
     if (attempt > 0) metrics.count_retry();
     UpstreamExchange ex(client_.get_executor());
+    const auto sent = SteadyClock::now();
     auto failure = co_await ex.open(b->config.url, req.method_string(), target, forwarded,
                                     b->config.api_key, milliseconds(cfg->limits.connect_timeout_ms),
                                     milliseconds(cfg->limits.stream_idle_timeout_ms));
@@ -314,7 +493,10 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
     auto release = [&] {
       if (!std::exchange(released, true)) pool.release(*b);
     };
-    RelayEnd end = co_await relay(ex, b->config.name, path, num_choices, release);
+    // A named local, not a braced temporary: GCC 12 destroys temporaries of a co_await
+    // expression twice (a double free seen in the e2e test).
+    const RelayOptions options{sent, cache_key};
+    RelayEnd end = co_await relay(ex, b->config.name, path, num_choices, release, options);
     release();
     if (end == RelayEnd::kCut &&
         pool.report_failure(*b, BackendPool::Clock::now()) == BackendPool::Transition::kEjected) {
@@ -333,11 +515,14 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
       fb_body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     }
     UpstreamExchange ex(client_.get_executor());
+    const auto sent = SteadyClock::now();
     auto failure = co_await ex.open(fb.url, req.method_string(), target, fb_body, fb.api_key,
                                     milliseconds(cfg->limits.connect_timeout_ms),
                                     milliseconds(cfg->limits.stream_idle_timeout_ms));
     if (failure == UpstreamExchange::Failure::kNone && ex.status() < 500) {
-      co_await relay(ex, "fallback", path, num_choices, [] {});
+      const RelayOptions options{sent, std::nullopt};
+      const std::function<void()> nothing = [] {};
+      co_await relay(ex, "fallback", path, num_choices, nothing, options);
       co_return;
     }
     ex.close();
@@ -363,8 +548,10 @@ asio::awaitable<void> Connection::proxy(const bhttp::request<bhttp::string_body>
 
 asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::string& backend_name,
                                             const std::string& path, int num_choices,
-                                            const std::function<void()>& upstream_done) {
+                                            const std::function<void()>& upstream_done,
+                                            const RelayOptions& options) {
   RouterMetrics& metrics = state_.metrics();
+  Degradation& degradation = state_.degradation();
   const auto idle = milliseconds(state_.config()->limits.stream_idle_timeout_ms);
   const std::string content_type = ex.header("Content-Type");
   const bool sse = http::ascii_lower(content_type).starts_with("text/event-stream");
@@ -386,6 +573,13 @@ asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::str
   }
   if (sse) head += "Cache-Control: no-cache\r\n";
   head += fmt::format("x-pagoda-backend: {}\r\n", backend_name);
+  head += fmt::format("x-pagoda-degradation: {}\r\n", degradation_header());
+  // A complete 200 JSON answer of a cacheable request is kept as it passes (bounded by the
+  // cache's entry size, known from Content-Length before the first byte).
+  const bool capture = options.cache_key && ex.status() == 200 && !sse && length &&
+                       *length <= state_.config()->ladder.cache.max_entry_bytes;
+  std::string captured;
+  std::optional<SteadyClock::time_point> first_byte;
   if (!keep_alive_) head += "Connection: close\r\n";
   head += "\r\n";
 
@@ -412,6 +606,8 @@ asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::str
   for (;;) {
     bool ok = co_await ex.read_some(piece, idle);
     if (!ok || ex.done()) upstream_done();
+    if (!first_byte && !piece.empty()) first_byte = SteadyClock::now();
+    if (capture) captured += piece;
     std::string out = sse ? events.push(piece) : std::move(piece);
     if (ok && ex.done() && sse) out += events.flush();
     if (!out.empty() && !co_await write(frame(out))) co_return client_gone();
@@ -419,11 +615,26 @@ asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::str
     if (ex.done()) {
       if (chunked && !co_await write("0\r\n\r\n")) co_return client_gone();
       metrics.count_request(backend_name, Outcome::kOk);
+      const auto now = SteadyClock::now();
+      if (ex.status() == 200) {
+        using Ms = std::chrono::duration<double, std::milli>;
+        const auto first = first_byte.value_or(now);
+        std::optional<double> tpot;
+        if (sse && events.num_data_events() >= 2) {
+          tpot = Ms(now - first).count() / static_cast<double>(events.num_data_events() - 1);
+        }
+        degradation.window().add(now, Ms(first - options.sent).count(), tpot, false);
+      }
+      if (capture && captured.size() == *length) {
+        degradation.cache().put(*options.cache_key, {content_type, std::move(captured)}, now);
+        metrics.count_cache_store();
+      }
       co_return RelayEnd::kComplete;
     }
   }
   // The upstream broke mid-response.
   ex.close();
+  degradation.window().add(SteadyClock::now(), std::nullopt, std::nullopt, true);
   metrics.count_error(ErrorCause::kStreamCut);
   metrics.count_request(backend_name, Outcome::kStreamCut);
   if (!sse || !chunked) {

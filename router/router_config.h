@@ -15,6 +15,7 @@
 //   health: {interval_ms, timeout_ms, max_backoff_ms, failures_to_eject}
 //   limits: {max_attempts, connect_timeout_ms, stream_idle_timeout_ms, max_body_bytes}
 //   balancing: {prefix_affinity: true, prefix_chars: 2048, load_factor: 1.25}
+//   ladder: {...}  # the degradation ladder, see router/ladder_config.h
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "pagoda/status.h"
+#include "router/ladder_config.h"
 
 namespace pagoda::router {
 
@@ -91,6 +93,7 @@ struct RouterConfig {
   HealthConfig health;
   LimitsConfig limits;
   BalancingConfig balancing;
+  LadderConfig ladder;  // the degradation ladder (router/ladder_config.h)
 
   // The served model an alias (or a model name) stands for.
   const std::string& resolve(const std::string& model) const;

@@ -42,6 +42,30 @@ const char* cause_name(ErrorCause c) {
       return "stream_cut";
     case ErrorCause::kClientDisconnect:
       return "client_disconnect";
+    case ErrorCause::kRateLimited:
+      return "rate_limited";
+    case ErrorCause::kQueueShed:
+      return "queue_shed";
+    case ErrorCause::kQueueTimeout:
+      return "queue_timeout";
+    case ErrorCause::kFeatureDisabled:
+      return "feature_disabled";
+    case ErrorCause::kCircuitOpen:
+      return "circuit_open";
+  }
+  return "unknown";
+}
+
+const char* action_name(LadderAction a) {
+  switch (a) {
+    case LadderAction::kClamped:
+      return "clamped_max_tokens";
+    case LadderAction::kRerouted:
+      return "rerouted";
+    case LadderAction::kCacheHit:
+      return "cache_hit";
+    case LadderAction::kPreset:
+      return "preset_reply";
   }
   return "unknown";
 }
@@ -93,6 +117,36 @@ struct RouterMetrics::Impl {
                                        .Help("Current degradation ladder level (0 = normal).")
                                        .Register(*registry)
                                        .Add({});
+  prometheus::Family<prometheus::Counter>& level_changes =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_degradation_changes_total")
+          .Help("Ladder level changes by direction (up, down).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& ladder_actions =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_ladder_actions_total")
+          .Help("Requests the ladder changed or answered itself, by action.")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& cache_lookups =
+      prometheus::BuildCounter()
+          .Name("pagoda_router_cache_lookups_total")
+          .Help("Response-cache lookups (level >= 4) by result (hit, miss).")
+          .Register(*registry);
+  prometheus::Counter& cache_stores = prometheus::BuildCounter()
+                                          .Name("pagoda_router_cache_stores_total")
+                                          .Help("Responses stored in the response cache.")
+                                          .Register(*registry)
+                                          .Add({});
+  prometheus::Family<prometheus::Gauge>& cache_size =
+      prometheus::BuildGauge()
+          .Name("pagoda_router_cache_size")
+          .Help("Response cache size by unit (entries, bytes).")
+          .Register(*registry);
+  prometheus::Family<prometheus::Gauge>& queue =
+      prometheus::BuildGauge()
+          .Name("pagoda_router_queue_requests")
+          .Help("Requests in the router's admission queue by state (waiting, running).")
+          .Register(*registry);
 };
 
 RouterMetrics::RouterMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -122,7 +176,32 @@ void RouterMetrics::count_readmission(const std::string& backend) {
   impl_->readmissions.Add({{"backend", backend}}).Increment();
 }
 
-std::string RouterMetrics::render(const std::vector<BackendPool::BackendView>& backends) {
+void RouterMetrics::count_ladder_action(LadderAction action) {
+  impl_->ladder_actions.Add({{"action", action_name(action)}}).Increment();
+}
+
+void RouterMetrics::count_cache_lookup(bool hit) {
+  impl_->cache_lookups.Add({{"result", hit ? "hit" : "miss"}}).Increment();
+}
+
+void RouterMetrics::count_cache_store() {
+  impl_->cache_stores.Increment();
+}
+
+void RouterMetrics::set_degradation_level(int level) {
+  impl_->degradation.Set(level);
+}
+
+void RouterMetrics::count_level_change(int from, int to) {
+  if (from != to) impl_->level_changes.Add({{"direction", to > from ? "up" : "down"}}).Increment();
+}
+
+std::string RouterMetrics::render(const std::vector<BackendPool::BackendView>& backends,
+                                  const LadderGauges& ladder) {
+  impl_->cache_size.Add({{"unit", "entries"}}).Set(static_cast<double>(ladder.cache_entries));
+  impl_->cache_size.Add({{"unit", "bytes"}}).Set(static_cast<double>(ladder.cache_bytes));
+  impl_->queue.Add({{"state", "waiting"}}).Set(static_cast<double>(ladder.queue_waiting));
+  impl_->queue.Add({{"state", "running"}}).Set(static_cast<double>(ladder.queue_running));
   for (const auto& b : backends) {
     impl_->admitted.Add({{"backend", b.name}}).Set(b.admitted ? 1.0 : 0.0);
     impl_->outstanding.Add({{"backend", b.name}}).Set(static_cast<double>(b.outstanding));

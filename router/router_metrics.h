@@ -4,6 +4,8 @@
 // failure once more in pagoda_router_errors_total{cause}. Thread-safe.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,10 +33,34 @@ enum class ErrorCause {
   kAttemptsExhausted,  // every attempt failed (and no fallback, or the fallback failed too)
   kStreamCut,          // the upstream connection broke mid-response
   kClientDisconnect,   // the client closed before the response finished
+  // Refusals of the degradation ladder (router/ladder_config.h), by level.
+  kRateLimited,      // 1: the API key's token bucket is empty (429)
+  kQueueShed,        // 1: the router's queue is full of requests of this tier or higher (503)
+  kQueueTimeout,     // 1: waited in the router's queue longer than its timeout (429)
+  kFeatureDisabled,  // 4: a turned-off feature was asked for (503 naming the field)
+  kCircuitOpen,      // 5: the circuit breaker answered 503
+};
+
+// What the ladder did to a request that went through (counted in
+// pagoda_router_ladder_actions_total{action}).
+enum class LadderAction {
+  kClamped,   // 2: max_tokens lowered to the cap
+  kRerouted,  // 3: sent to the smaller model
+  kCacheHit,  // 4: answered from the response cache
+  kPreset,    // 5: answered with the preset reply
 };
 
 const char* outcome_name(Outcome o);
 const char* cause_name(ErrorCause c);
+const char* action_name(LadderAction a);
+
+// The ladder's gauges, read when /metrics is rendered.
+struct LadderGauges {
+  size_t queue_waiting = 0;
+  size_t queue_running = 0;
+  size_t cache_entries = 0;
+  uint64_t cache_bytes = 0;
+};
 
 class RouterMetrics {
  public:
@@ -49,9 +75,16 @@ class RouterMetrics {
   void count_fallback();
   void count_ejection(const std::string& backend);
   void count_readmission(const std::string& backend);
+  void count_ladder_action(LadderAction action);
+  // A response-cache lookup (hit or miss; only made at level >= 4) and a store.
+  void count_cache_lookup(bool hit);
+  void count_cache_store();
+  void set_degradation_level(int level);
+  void count_level_change(int from, int to);
 
   // Renders the text format; per-backend gauges come from the pool's snapshot.
-  std::string render(const std::vector<BackendPool::BackendView>& backends);
+  std::string render(const std::vector<BackendPool::BackendView>& backends,
+                     const LadderGauges& ladder = LadderGauges());
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
 #include "router/router_server.h"
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <optional>
@@ -28,7 +30,20 @@ using asio::ip::tcp;
 
 namespace {
 constexpr auto kDrainTimeout = std::chrono::seconds(30);
+
+// Every client connection is a descriptor and a proxied request one more: the default soft limit
+// (often 1024) would cap the router far below its connection target (5,000 idle keep-alive
+// connections are tested), so the soft limit is raised to the hard one.
+void raise_file_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rlim_t before = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    spdlog::info("open-file limit raised from {} to {}", before, rl.rlim_cur);
+  }
 }
+}  // namespace
 
 struct RouterServer::Impl {
   Impl(RouterConfig config, std::string path, unsigned n)
@@ -47,6 +62,33 @@ struct RouterServer::Impl {
       socket.set_option(nd, ignored);
       auto executor = socket.get_executor();
       asio::co_spawn(executor, serve_connection(std::move(socket), state), asio::detached);
+    }
+  }
+
+  // The degradation ladder's clock: every eval_interval_ms, the level from the router's queue,
+  // the replicas' scraped waiting counts and the window of finished requests.
+  asio::awaitable<void> run_ladder() {
+    asio::steady_timer timer(ioc);
+    int level = 0;
+    while (!state.draining) {
+      double waiting = 0;
+      for (const auto& b : state.pool().snapshot()) {
+        if (b.admitted) waiting += b.num_waiting;
+      }
+      LadderSignals seen;
+      int next = state.degradation().evaluate(waiting, std::chrono::steady_clock::now(), &seen);
+      if (next != level) {
+        spdlog::warn(
+            "degradation level {} -> {} (queue {}, replicas waiting {}, p95 ttft {} ms, p95 tpot "
+            "{} ms, error rate {})",
+            level, next, seen.queue_length, seen.backend_waiting, seen.p95_ttft_ms.value_or(-1),
+            seen.p95_tpot_ms.value_or(-1), seen.error_rate.value_or(-1));
+        state.metrics().count_level_change(level, next);
+        level = next;
+      }
+      state.metrics().set_degradation_level(level);
+      timer.expires_after(std::chrono::milliseconds(state.config()->ladder.eval_interval_ms));
+      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     }
   }
 
@@ -109,6 +151,7 @@ RouterServer::~RouterServer() {
 
 Status RouterServer::start() {
   Impl& m = *impl_;
+  raise_file_limit();
   auto cfg = m.state.config();
   boost::system::error_code ec;
   auto address = asio::ip::make_address(cfg->host, ec);
@@ -121,6 +164,7 @@ Status RouterServer::start() {
   if (ec) return io_error("cannot listen on {}:{}: {}", cfg->host, cfg->port, ec.message());
   asio::co_spawn(m.ioc, m.accept_loop(), asio::detached);
   asio::co_spawn(m.ioc, run_health_checks(m.state), asio::detached);
+  asio::co_spawn(m.ioc, m.run_ladder(), asio::detached);
   for (unsigned i = 0; i < m.num_threads; ++i)
     m.threads.emplace_back([&m] { m.ioc.run(); });
   return Status();

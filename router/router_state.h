@@ -9,6 +9,7 @@
 #include <string>
 
 #include "router/backend_pool.h"
+#include "router/degradation.h"
 #include "router/router_config.h"
 #include "router/router_metrics.h"
 
@@ -25,6 +26,7 @@ class RouterState {
 
   BackendPool& pool() { return pool_; }
   RouterMetrics& metrics() { return metrics_; }
+  Degradation& degradation() { return degradation_; }
 
   std::atomic<int64_t> active_requests{0};
   std::atomic<bool> draining{false};
@@ -35,6 +37,7 @@ class RouterState {
   std::string config_path_;
   BackendPool pool_;
   RouterMetrics metrics_;
+  Degradation degradation_;
 };
 
 }  // namespace pagoda::router

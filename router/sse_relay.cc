@@ -24,9 +24,10 @@ void SseRelay::note_event(std::string_view event) {
     if (data.starts_with(" ")) data.remove_prefix(1);
     if (data == "[DONE]") {
       saw_done_ = true;
-    } else if (data.starts_with("{") && data.size() <= kMaxRememberedEvent) {
-      last_data_.assign(data);
+      continue;
     }
+    ++num_data_events_;
+    if (data.starts_with("{") && data.size() <= kMaxRememberedEvent) last_data_.assign(data);
   }
 }
 

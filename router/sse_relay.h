@@ -7,6 +7,7 @@
 // SDKs raise as APIError, then [DONE]. Pure (no I/O); unit-tested.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,8 @@ class SseRelay {
                            const std::string& message) const;
 
   bool saw_done() const { return saw_done_; }
+  // Data events relayed, [DONE] not counted (the router's TPOT divides by them).
+  size_t num_data_events() const { return num_data_events_; }
 
  private:
   void note_event(std::string_view event);
@@ -31,6 +34,7 @@ class SseRelay {
   std::string held_;
   std::string last_data_;  // the JSON of the last "data: {...}" event relayed
   bool saw_done_ = false;
+  size_t num_data_events_ = 0;
 };
 
 }  // namespace pagoda::router

@@ -165,3 +165,34 @@ export async function readSse(response) {
 }
 
 export { sleep };
+
+// Starts `pagoda router` on the YAML `config` (written to a temporary file; listen port 0) and
+// resolves with {proc, url, configPath, log()} once it listens. `softFileLimit` starts it under
+// that soft open-file limit (through the shell's ulimit).
+export async function startRouter(config, { threads = 2, softFileLimit = 0 } = {}) {
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const configPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-router-')), 'router.yaml');
+  fs.writeFileSync(configPath, config);
+  const args = ['router', '--config', configPath, '--threads', String(threads)];
+  const proc = softFileLimit
+    ? spawn('sh', ['-c', `ulimit -Sn ${softFileLimit} && exec "$0" "$@"`, BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    : spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stderr.on('data', (d) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`router did not listen: ${err}`)), 10000);
+    proc.stdout.on('data', (d) => {
+      out += d.toString();
+      const m = out.match(/listening on port (\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, url: `http://127.0.0.1:${m[1]}`, configPath, log: () => err });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`router exited (${code}): ${err}`)));
+  });
+}

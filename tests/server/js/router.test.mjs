@@ -6,13 +6,10 @@
 // and with every replica down a stub fallback upstream answers.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
-import { BIN, skipReason, startServer, waitHealthy, metrics, metric, sleep } from './harness.mjs';
+import { skipReason, startServer, startRouter, waitHealthy, metrics, metric, sleep } from './harness.mjs';
 
 const skip = skipReason();
 const replicas = [];
@@ -21,30 +18,6 @@ let fallback;
 let fallbackHits = 0;
 let configPath;
 let configText;
-
-function startRouter(config) {
-  configPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-router-')), 'router.yaml');
-  fs.writeFileSync(configPath, config);
-  configText = config;
-  const proc = spawn(BIN, ['router', '--config', configPath, '--threads', '2'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  proc.stderr.on('data', (d) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`router did not listen: ${err}`)), 10000);
-    proc.stdout.on('data', (d) => {
-      out += d.toString();
-      const m = out.match(/listening on port (\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: `http://127.0.0.1:${m[1]}`, log: () => err });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`router exited (${code}): ${err}`)));
-  });
-}
 
 // The sum of pagoda_router_requests_total over backends for one outcome.
 async function requestsByOutcome() {
@@ -132,14 +105,16 @@ before(async () => {
   const backends = replicas
     .map((s, i) => `  - {name: r${i}, url: "${s.url}", models: [demo]}`)
     .join('\n');
-  router = await startRouter(`listen: {host: 127.0.0.1, port: 0}
+  configText = `listen: {host: 127.0.0.1, port: 0}
 backends:
 ${backends}
 aliases: {gpt-test: demo}
 fallback: {url: "http://127.0.0.1:${fallback.address().port}/v1", api_key: fb-key, model: remote-model}
 health: {interval_ms: 100, timeout_ms: 500, max_backoff_ms: 400, failures_to_eject: 1}
 limits: {max_attempts: 3, connect_timeout_ms: 1000}
-`);
+`;
+  router = await startRouter(configText);
+  configPath = router.configPath;
   await waitHealthy(router.url, 10000);
 });
 
