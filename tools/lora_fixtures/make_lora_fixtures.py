@@ -14,7 +14,8 @@ The base is a llama-family GGUF with F16 projections (the demo model). Writes un
                    scale);
   merged-T.gguf    the base with W + scale x B A (computed here in float64, B's q/k rows permuted
                    to the GGUF layout) stored back as F16 in place of W;
-  multi-0..3/      PEFT adapters over several projections (ranks 16, 8, 4, 2) for batching tests;
+  multi-0..3/      PEFT adapters over several projections (ranks 16, 8, 4, 2), stronger (each
+                   product as large as its W), for batching tests that need different tokens;
   .complete        written last.
 """
 import argparse
@@ -44,7 +45,7 @@ def permute(w, n_head):
         w.shape)
 
 
-def make_adapter(rng, base, modules, rank, alpha, rslora, dtype, kv):
+def make_adapter(rng, base, modules, rank, alpha, rslora, dtype, kv, strength=0.3):
     """{(layer, module): (A, B)} as stored values (float64) plus the PEFT tensors."""
     n_layers = kv["llama.block_count"]
     scale = alpha / np.sqrt(rank) if rslora else alpha / rank
@@ -56,7 +57,7 @@ def make_adapter(rng, base, modules, rank, alpha, rslora, dtype, kv):
             a = rng.standard_normal((rank, in_dim)) / np.sqrt(in_dim)
             b = rng.standard_normal((out_dim, rank))
             delta = scale * b @ a
-            b *= 0.3 * w.std() / delta.std()  # a change the logits clearly show
+            b *= strength * w.std() / delta.std()  # a change the logits clearly show
             a, b = stored_values(a, dtype), stored_values(b, dtype)
             pairs[(layer, m)] = (a, b)
             prefix = f"base_model.model.model.layers.{layer}.{TARGETS[m][1]}.{m}"
@@ -133,7 +134,8 @@ def main():
     multi = [(16, list(TARGETS)), (8, ["q_proj", "k_proj", "v_proj", "o_proj"]),
              (4, ["gate_proj", "up_proj", "down_proj"]), (2, ["q_proj", "v_proj"])]
     for i, (rank, modules) in enumerate(multi):
-        pairs, tensors, scale = make_adapter(rng, base, modules, rank, 2 * rank, False, "F32", kv)
+        pairs, tensors, scale = make_adapter(rng, base, modules, rank, 2 * rank, False, "F32", kv,
+                                             strength=1.0)
         write_peft(os.path.join(args.out, f"multi-{i}"), tensors, modules, rank, 2 * rank, False)
     with open(os.path.join(args.out, ".complete"), "w") as f:
         f.write("ok\n")

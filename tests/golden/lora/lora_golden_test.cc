@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/kv_storage.h"
+#include "golden/lora/lora_fixtures.h"
 #include "loader/lora_loader.h"
 #include "loader/model_loader.h"
 #include "model/lora.h"
@@ -24,44 +25,6 @@
 namespace pagoda {
 namespace {
 namespace fs = std::filesystem;
-
-fs::path demo_model() {
-  return testing::source_dir() / "models/demo.gguf";
-}
-
-// tools/lora_fixtures' output in the build tree (made once per test binary run when stale).
-fs::path lora_fixtures(std::string* why) {
-  static std::once_flag once;
-  static fs::path dir;
-  static std::string error;
-  std::call_once(once, [] {
-    const fs::path script = testing::source_dir() / "tools/lora_fixtures/make_lora_fixtures.py";
-    const fs::path out = testing::binary_dir() / "lora_fixtures";
-    const fs::path stamp = out / ".complete";
-    std::error_code ec;
-    const bool fresh = fs::exists(stamp) &&
-                       fs::last_write_time(stamp, ec) >= fs::last_write_time(script, ec) &&
-                       fs::last_write_time(stamp, ec) >= fs::last_write_time(demo_model(), ec);
-    if (!fresh) {
-      const std::string cmd = "/usr/bin/python3 '" + script.string() + "' --base '" +
-                              demo_model().string() + "' --out '" + out.string() + "'";
-      std::printf("[ lora     ] %s\n", cmd.c_str());
-      std::fflush(stdout);
-      if (std::system(cmd.c_str()) != 0 || !fs::exists(stamp)) {
-        error = "make_lora_fixtures.py failed: " + cmd;
-        return;
-      }
-    }
-    dir = out;
-  });
-  if (why != nullptr) *why = error;
-  return dir;
-}
-
-#define REQUIRE_LORA_FIXTURES(var)                \
-  std::string var##_why;                          \
-  const fs::path var = lora_fixtures(&var##_why); \
-  ASSERT_FALSE(var.empty()) << var##_why
 
 struct Seq {
   std::vector<int32_t> tokens;
