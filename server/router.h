@@ -52,6 +52,8 @@ class Router {
     kCountTokens,  // Anthropic: POST /v1/messages/count_tokens
     kResponses,    // POST /v1/responses
     kResponse,     // GET / DELETE /v1/responses/{id}
+    kLoadLora,     // POST /v1/load_lora_adapter (server/lora_routes.h)
+    kUnloadLora,   // POST /v1/unload_lora_adapter
   };
   struct Route {
     RouteId id;
