@@ -87,6 +87,7 @@ void GenerationJob::start() {
     req.stop = spec_.stop;
     req.priority = spec_.priority;
     req.cache_salt = spec_.cache_salt;
+    req.lora_name = spec_.lora_name;
     req.n = spec_.n;
     req.skip_special_tokens = spec_.skip_special_tokens;
     prompt_usage_[p].prompt_tokens = static_cast<int32_t>(req.prompt_tokens.size());

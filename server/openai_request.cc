@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/lora_routes.h"
 #include "server/openai_constraints.h"
 
 namespace pagoda::server {
@@ -342,7 +343,10 @@ std::optional<ApiError> parse_common(const json& body, const Fields& f, const En
   spec.model = info.id;
   if (const json* m = f.find("model")) {
     if (!m->is_string()) return bad_request("'model' must be a string", "model");
-    if (m->get<std::string>() != info.id) {
+    if (is_lora_adapter(engine, m->get<std::string>())) {
+      spec.model = m->get<std::string>();  // an adapter over this model (vLLM's convention)
+      spec.lora_name = spec.model;
+    } else if (m->get<std::string>() != info.id) {
       return from_status(
           not_found("The model `{}` does not exist.", m->get<std::string>().substr(0, 256)),
           "model");

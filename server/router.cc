@@ -12,6 +12,7 @@
 #include "server/generation_job.h"
 #include "server/http_framing.h"
 #include "server/http_session.h"
+#include "server/lora_routes.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
 #include "server/server_state.h"
@@ -72,6 +73,8 @@ std::optional<Router::Route> Router::find_route(std::string_view path) {
   if (path == "/v1/messages") return Route{RouteId::kMessages, "POST", false};
   if (path == "/v1/messages/count_tokens") return Route{RouteId::kCountTokens, "POST", false};
   if (path == "/v1/responses") return Route{RouteId::kResponses, "POST", false};
+  if (path == "/v1/load_lora_adapter") return Route{RouteId::kLoadLora, "POST", false};
+  if (path == "/v1/unload_lora_adapter") return Route{RouteId::kUnloadLora, "POST", false};
   if (path.size() > kResponsePrefix.size() && path.starts_with(kResponsePrefix) &&
       path.find('/', kResponsePrefix.size()) == std::string_view::npos) {
     return Route{RouteId::kResponse, "GET", false};
@@ -372,6 +375,14 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
     case RouteId::kCountTokens:
       session->respond(count_tokens(request.body));
       return;
+    case RouteId::kLoadLora:
+      session->respond(
+          load_lora_adapter(*state_.engine(), request.body, state_.config().max_json_depth));
+      return;
+    case RouteId::kUnloadLora:
+      session->respond(
+          unload_lora_adapter(*state_.engine(), request.body, state_.config().max_json_depth));
+      return;
     case RouteId::kResponse:
       session->respond(stored_response(
           request.head.method, std::string_view(request.head.path).substr(kResponsePrefix.size())));
@@ -430,12 +441,17 @@ json model_object(const ModelInfo& info, int64_t created) {
 
 HttpResponse Router::models() const {
   const ModelInfo& info = state_.engine()->model_info();
-  return json_response(
-      json{{"object", "list"}, {"data", json::array({model_object(info, std::time(nullptr))})}});
+  const int64_t now = std::time(nullptr);
+  json data = json::array({model_object(info, now)});
+  for (json& adapter : lora_model_objects(*state_.engine(), now))
+    data.push_back(std::move(adapter));
+  return json_response(json{{"object", "list"}, {"data", std::move(data)}});
 }
 
 HttpResponse Router::model(std::string_view id) const {
   const ModelInfo& info = state_.engine()->model_info();
+  json adapter = lora_model_object(*state_.engine(), std::string(id), std::time(nullptr));
+  if (!adapter.is_null()) return json_response(adapter);
   if (id != info.id) {
     return error_response(
         from_status(not_found("The model `{}` does not exist.", id.substr(0, 256)), "model"));

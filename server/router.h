@@ -53,6 +53,8 @@ class Router {
     kResponses,    // POST /v1/responses
     kResponse,     // GET / DELETE /v1/responses/{id}
     kWebAsset,     // GET / and the web page's files (server/web_assets.h)
+    kLoadLora,     // POST /v1/load_lora_adapter (server/lora_routes.h)
+    kUnloadLora,   // POST /v1/unload_lora_adapter
   };
   struct Route {
     RouteId id;

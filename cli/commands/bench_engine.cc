@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands/commands.h"
+#include "cli/lora_options.h"
 #include "pagoda/engine.h"
 
 namespace pagoda::cli {
@@ -66,6 +67,7 @@ struct BenchOpts {
   std::string json_schema_file;
   std::string prompt_file;
   SpeculativeConfig speculative;
+  LoraOptions lora;  // with adapters, request i runs adapter i % (number of adapters)
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -92,6 +94,7 @@ int run_bench(const BenchOpts& o) {
   cfg.warm_up = !o.no_warmup;
   cfg.num_threads = o.threads;
   cfg.speculative = o.speculative;
+  if (const std::string err = apply_lora_options(o.lora, cfg); !err.empty()) return fail(err);
   StructuredOutputs constraint;
   if (!o.json_schema_file.empty()) {
     std::ifstream in(o.json_schema_file, std::ios::binary);
@@ -184,6 +187,10 @@ int run_bench(const BenchOpts& o) {
     req.sampling.structured = constraint;
     // Tenant isolation as `serve --prefix-cache-isolation api-key` does it: one salt per key.
     if (o.tenants > 1) req.cache_salt = "tenant-" + std::to_string(submitted % o.tenants);
+    if (!cfg.lora_adapters.empty()) {
+      req.lora_name =
+          cfg.lora_adapters[static_cast<size_t>(submitted) % cfg.lora_adapters.size()].name;
+    }
     ++submitted;
     ++in_flight;
     lock.unlock();
@@ -342,6 +349,7 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Disable prefix caching");
   cmd->add_flag("--no-warmup", o->no_warmup,
                 "Skip the engine's warm-up forward pass (measure a cold start)");
+  add_lora_options(cmd, o->lora);
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
   cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands/commands.h"
+#include "cli/lora_options.h"
 #include "pagoda/engine.h"
 #include "pagoda/output_parser.h"
 #include "server/http_server.h"
@@ -26,6 +27,7 @@ struct ServeOpts {
   std::string model;
   server::ServerConfig server;
   EngineConfig engine;
+  LoraOptions lora;
   std::string kv_cache_memory;
   bool prefix_caching = true;
   double queue_timeout_s = 0;
@@ -111,6 +113,7 @@ int run_serve(ServeOpts o) {
   EngineConfig& ec = o.engine;
   ec.model_path = o.model.empty() ? default_model_path() : o.model;
   if (ec.model_path.empty()) return fail("no model given (-m) and no bundled model found");
+  if (const std::string err = apply_lora_options(o.lora, ec); !err.empty()) return fail(err);
   if (!std::filesystem::exists(ec.model_path)) return fail("model not found: " + ec.model_path);
   {
     // Refused before the listener starts: a FIFO would block the loader's open forever (and
@@ -231,6 +234,7 @@ void register_serve(CLI::App& app, CommandAction& action) {
   cmd->add_option("--port", o.server.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--served-model-name", o.engine.served_model_name,
                   "Model id in the API (default: the file's stem)");
+  add_lora_options(cmd, o.lora);
   cmd->add_option("--api-key", o.server.api_keys,
                   "Require 'Authorization: Bearer KEY'; repeat for several keys (default: "
                   "$PAGODA_API_KEY, comma-separated)");

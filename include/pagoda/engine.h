@@ -35,6 +35,13 @@ struct SpeculativeConfig {
   bool adaptive = true;  // k per request from its recent acceptance (see scheduler.h)
 };
 
+// A LoRA adapter to serve: a PEFT directory (adapter_config.json + adapter_model.safetensors)
+// or a llama.cpp GGUF LoRA file, selected by requests as GenerateRequest::lora_name.
+struct LoraAdapterSpec {
+  std::string name;
+  std::string path;
+};
+
 struct EngineConfig {
   std::string model_path;   // GGUF file or Hugging Face model directory
   int32_t block_size = 16;  // tokens per KV block
@@ -68,6 +75,11 @@ struct EngineConfig {
   // not parse. "" = the model's template.
   std::string chat_template;
   SpeculativeConfig speculative;
+  // LoRA adapters loaded at startup; more may be loaded and unloaded at runtime
+  // (Engine::load_lora_adapter). At most max_loras at a time, each of rank <= max_lora_rank.
+  std::vector<LoraAdapterSpec> lora_adapters;
+  int32_t max_loras = 8;
+  int32_t max_lora_rank = 64;
 };
 
 struct StopConditions {
@@ -91,6 +103,8 @@ struct GenerateRequest {
   // each sample's RNG by (seed, index).
   int32_t n = 1;
   bool skip_special_tokens = true;  // control tokens (EOS, <|im_end|>, ...) produce no text
+  // The loaded LoRA adapter to run the request with ("" = the base model); not_found if unknown.
+  std::string lora_name;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
@@ -180,6 +194,12 @@ struct EngineStats {
   bool loop_alive = true;  // false if the step loop died (the engine then refuses requests)
 };
 
+struct LoraAdapterInfo {
+  std::string name;
+  std::string path;
+  int32_t rank = 0;
+};
+
 struct ModelInfo {
   std::string id;  // served model name
   std::string architecture;
@@ -230,6 +250,22 @@ class Engine {
   virtual void abort(const std::string& request_id) = 0;
 
   virtual EngineStats stats() const = 0;
+
+  // LoRA adapters (vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter). Load: the adapter
+  // is read and checked against the model (invalid_argument / unimplemented naming the field,
+  // not_found for a missing path, invalid_argument for a name already loaded,
+  // resource_exhausted beyond max_loras). Unload: not_found for an unknown name,
+  // failed_precondition while requests using it are still running (they are never cut short;
+  // unload again when they finish).
+  virtual Status load_lora_adapter(const std::string& name, const std::string& path) {
+    (void)name;
+    (void)path;
+    return unimplemented("this engine does not serve LoRA adapters");
+  }
+  virtual Status unload_lora_adapter(const std::string& name) {
+    return not_found("LoRA adapter \"{}\" is not loaded", name);
+  }
+  virtual std::vector<LoraAdapterInfo> lora_adapters() const { return {}; }
 
   // Stops admitting requests; running ones continue. wait_idle() returns when none remain or
   // the timeout passes (returns false then).

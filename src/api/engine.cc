@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "engine/engine_core.h"
 #include "kernels/isa.h"
+#include "loader/lora_loader.h"
 #include "loader/model_loader.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
@@ -81,7 +82,45 @@ class EngineImpl final : public Engine {
         };
       }
     }
-    return core_->add_request(std::move(request), std::move(on_output), std::move(gate));
+    if (request.lora_name.empty()) {
+      return core_->add_request(std::move(request), std::move(on_output), std::move(gate));
+    }
+    // The adapter is held until every sample has finished (unload waits for that).
+    PAGODA_ASSIGN_OR_RETURN(const uint32_t lora_id, loras_->acquire(request.lora_name));
+    auto remaining = std::make_shared<int32_t>(std::max(1, request.n));
+    std::shared_ptr<runner::LoraRegistry> loras = loras_;
+    OutputCallback wrapped = [loras, lora_id, remaining,
+                              inner = std::move(on_output)](RequestOutput out) {
+      // Released before the last output is delivered: whoever sees it may unload at once.
+      if (out.finished && --*remaining == 0) loras->release(lora_id);
+      inner(std::move(out));
+    };
+    Status st =
+        core_->add_request(std::move(request), std::move(wrapped), std::move(gate), lora_id);
+    if (!st.ok()) loras_->release(lora_id);
+    return st;
+  }
+  Status load_lora_adapter(const std::string& name, const std::string& path) override {
+    if (name.empty() || name.size() > 256) {
+      return invalid_argument("lora_name must be 1 to 256 characters");
+    }
+    if (name == info_.id) {
+      return invalid_argument("lora_name \"{}\" is the base model's name", name);
+    }
+    if (loras_->contains(name)) {
+      return invalid_argument("LoRA adapter \"{}\" is already loaded", name);
+    }
+    PAGODA_ASSIGN_OR_RETURN(
+        std::unique_ptr<model::LoraAdapter> adapter,
+        loader::load_lora_adapter(path, name, loaded_.model->config(), max_lora_rank_));
+    return loras_->add(std::move(adapter), path).take_status();
+  }
+  Status unload_lora_adapter(const std::string& name) override { return loras_->remove(name); }
+  std::vector<LoraAdapterInfo> lora_adapters() const override {
+    std::vector<LoraAdapterInfo> out;
+    for (const runner::LoraRegistry::Entry& e : loras_->list())
+      out.push_back(LoraAdapterInfo{e.name, e.path, e.rank});
+    return out;
   }
   void abort(const std::string& request_id) override { core_->abort(request_id); }
   EngineStats stats() const override { return core_->stats(); }
@@ -101,6 +140,8 @@ class EngineImpl final : public Engine {
   std::unique_ptr<tokenizer::ChatTemplate> chat_template_;
   Status chat_template_status_;
   std::shared_ptr<structured::GrammarCache> grammars_;
+  std::shared_ptr<runner::LoraRegistry> loras_;
+  int32_t max_lora_rank_ = 0;
   std::unique_ptr<engine::EngineCore> core_;
 };
 
@@ -195,6 +236,15 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   e->grammars_ = std::make_shared<structured::GrammarCache>(
       structured::TokenTable::create(*e->loaded_.tokenizer, mc.vocab_size));
   rc.grammars = e->grammars_;
+  if (config.max_loras < 0 || config.max_loras > 1024) {
+    return invalid_argument("max_loras must be in [0, 1024], got {}", config.max_loras);
+  }
+  if (config.max_lora_rank < 1 || config.max_lora_rank > 65536) {
+    return invalid_argument("max_lora_rank must be in [1, 65536], got {}", config.max_lora_rank);
+  }
+  e->max_lora_rank_ = config.max_lora_rank;
+  e->loras_ = std::make_shared<runner::LoraRegistry>(config.max_loras);
+  rc.loras = e->loras_;
   if (spec.method == "ngram") {
     rc.ngram = runner::NgramConfig{spec.ngram_min, spec.ngram_max, spec.num_speculative_tokens};
   }
@@ -266,6 +316,10 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
       e->chat_template_status_ = parsed.status().with_context("the model's chat template");
       PAGODA_LOG_WARN("{}", e->chat_template_status_.message());
     }
+  }
+  for (const LoraAdapterSpec& adapter : config.lora_adapters) {
+    PAGODA_RETURN_IF_ERROR(e->load_lora_adapter(adapter.name, adapter.path)
+                               .with_context(fmt::format("LoRA adapter {}", adapter.name)));
   }
   return std::unique_ptr<Engine>(std::move(e));
 }

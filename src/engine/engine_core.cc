@@ -54,8 +54,8 @@ EngineCore::~EngineCore() {
   shutdown();
 }
 
-Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output,
-                               SamplingGate gate) {
+Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output, SamplingGate gate,
+                               uint32_t lora_id) {
   const Clock::time_point arrival = Clock::now();
   if (request.request_id.empty()) return invalid_argument("request_id must not be empty");
   if (!on_output) return invalid_argument("on_output callback must be set");
@@ -97,6 +97,7 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
   nr.stop.stop_token_ids = std::move(request.stop.stop_token_ids);
   nr.priority = request.priority;
   nr.cache_salt = std::move(request.cache_salt);
+  nr.lora_id = lora_id;
   nr.arrival_time = arrival;
   nr.sampling_gate = std::move(gate);
 

@@ -56,7 +56,9 @@ class EngineCore {
   // Validates (request_id non-empty and not live, n, stop strings, stop token ids, prompt ids,
   // then the scheduler's checks) and queues the request. See pagoda::Engine::add_request.
   // `gate` (optional) holds back its first sample (see SamplingGate in request.h).
-  Status add_request(GenerateRequest request, OutputCallback on_output, SamplingGate gate = {});
+  // lora_id: the LoRA adapter the request runs (0: none; resolved by the caller).
+  Status add_request(GenerateRequest request, OutputCallback on_output, SamplingGate gate = {},
+                     uint32_t lora_id = 0);
   // Queues an abort of every sample of `request_id`; unknown ids are ignored.
   void abort(const std::string& request_id);
 

@@ -50,6 +50,7 @@ Request::Request(RequestId id, NewRequest&& r, uint64_t arrival_seq)
       sampling_(std::make_shared<const SamplingParams>(r.sampling)),
       stop_(std::move(r.stop)),
       cache_salt_(std::move(r.cache_salt)),
+      lora_id_(r.lora_id),
       sampling_gate_(std::move(r.sampling_gate)),
       num_pending_samples_(r.n > 1 ? r.n - 1 : 0) {
   token_ids_.reserve(token_ids_.size() + static_cast<size_t>(std::max(0, stop_.max_tokens)));

@@ -61,6 +61,7 @@ struct NewRequest {
   StopParams stop;
   int32_t priority = 0;    // priority policy: lower value runs first, then arrival order
   std::string cache_salt;  // isolates prefix-cache sharing ("" = shared)
+  uint32_t lora_id = 0;    // the LoRA adapter to run (0: the base model); keys its cache blocks
   std::optional<Clock::time_point> arrival_time;  // default: when added
   SamplingGate sampling_gate;                     // none: may sample at once
 };
@@ -89,6 +90,7 @@ class Request {
   const std::shared_ptr<const SamplingParams>& sampling() const { return sampling_; }
   const StopParams& stop() const { return stop_; }
   const std::string& cache_salt() const { return cache_salt_; }
+  uint32_t lora_id() const { return lora_id_; }
 
   // Forks: samples still to split off (n - 1 until the prompt's first sampling step, then 0).
   int32_t num_pending_samples() const { return num_pending_samples_; }
@@ -106,7 +108,7 @@ class Request {
   bool sampling_gated() const { return static_cast<bool>(sampling_gate_); }
 
   kv::SequenceView kv_view() const {
-    return kv::SequenceView{id_, token_ids_, num_computed_tokens_, cache_salt_};
+    return kv::SequenceView{id_, token_ids_, num_computed_tokens_, cache_salt_, lora_id_};
   }
 
  private:
@@ -123,6 +125,7 @@ class Request {
   std::shared_ptr<const SamplingParams> sampling_;
   StopParams stop_;
   std::string cache_salt_;
+  uint32_t lora_id_ = 0;
   SamplingGate sampling_gate_;  // cleared once it opens
   int32_t num_pending_samples_ = 0;
   std::optional<RequestId> parent_id_;

@@ -330,6 +330,7 @@ step::StepPlan Scheduler::schedule() {
     s.num_samples = reaches_end ? 1 + r->num_pending_samples_ : 0;
     s.sample_index = r->sample_index_;
     s.sampling = r->sampling_;
+    s.lora_id = r->lora_id_;
     plan.num_scheduled_tokens += c.num_new_tokens + c.num_drafts;
     // Drafts are not known tokens: they count as computed only once accepted.
     r->num_computed_tokens_ += c.num_new_tokens;

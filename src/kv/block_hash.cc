@@ -21,11 +21,14 @@ const std::array<uint64_t, 2>& process_hash_secret() {
   return secret;
 }
 
-BlockHash root_block_hash(std::string_view cache_salt) {
+BlockHash root_block_hash(std::string_view cache_salt, uint32_t lora_id) {
   const std::array<uint64_t, 2>& secret = process_hash_secret();
-  std::string buf = cache_salt.empty() ? "pagoda.kv.root" : "pagoda.kv.salt";
+  std::string buf = lora_id != 0         ? "pagoda.kv.lora"
+                    : cache_salt.empty() ? "pagoda.kv.root"
+                                         : "pagoda.kv.salt";
   buf.append(reinterpret_cast<const char*>(secret.data()), sizeof(secret));
-  if (cache_salt.empty()) return xxh3_128(buf);
+  if (lora_id != 0) buf.append(reinterpret_cast<const char*>(&lora_id), sizeof(lora_id));
+  if (cache_salt.empty() && lora_id == 0) return xxh3_128(buf);
   const uint64_t len = cache_salt.size();
   buf.append(reinterpret_cast<const char*>(&len), sizeof(len));
   buf.append(cache_salt);
@@ -56,11 +59,12 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens,
 }
 
 void extend_block_hashes(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens,
-                         int32_t block_size, int64_t num_blocks, std::string_view cache_salt) {
+                         int32_t block_size, int64_t num_blocks, std::string_view cache_salt,
+                         uint32_t lora_id) {
   PAGODA_CHECK(block_size > 0);
   PAGODA_CHECK(num_blocks * block_size <= static_cast<int64_t>(tokens.size()));
   if (static_cast<int64_t>(hashes.size()) >= num_blocks) return;
-  BlockHash parent = hashes.empty() ? root_block_hash(cache_salt) : hashes.back();
+  BlockHash parent = hashes.empty() ? root_block_hash(cache_salt, lora_id) : hashes.back();
   hashes.reserve(num_blocks);
   for (int64_t i = static_cast<int64_t>(hashes.size()); i < num_blocks; ++i) {
     parent = hash_block(parent, tokens.subspan(i * block_size, block_size));

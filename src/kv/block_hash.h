@@ -21,8 +21,9 @@ namespace pagoda::kv {
 // The per-process random secret mixed into every root.
 const std::array<uint64_t, 2>& process_hash_secret();
 
-// The parent hash of block 0 (distinct per cache salt; "" means no salt).
-BlockHash root_block_hash(std::string_view cache_salt);
+// The parent hash of block 0 (distinct per cache salt; "" means no salt) and per LoRA adapter
+// (lora_id 0: the base model), so sequences under different adapters never share blocks.
+BlockHash root_block_hash(std::string_view cache_salt, uint32_t lora_id = 0);
 
 // The hash of one full block given its parent's hash.
 BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens,
@@ -31,6 +32,7 @@ BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> tokens,
 // Extends `hashes` (the chain of the first hashes.size() full blocks of `tokens`) up to
 // `num_blocks` full blocks. Precondition: num_blocks * block_size <= tokens.size().
 void extend_block_hashes(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens,
-                         int32_t block_size, int64_t num_blocks, std::string_view cache_salt);
+                         int32_t block_size, int64_t num_blocks, std::string_view cache_salt,
+                         uint32_t lora_id = 0);
 
 }  // namespace pagoda::kv

@@ -37,7 +37,7 @@ PrefixHit KvManager::get_computed_blocks(const SequenceView& seq) const {
   const int32_t bs = config_.block_size;
   // Leave at least the last token to compute: the step that computes it yields the logits.
   const int64_t max_blocks = (static_cast<int64_t>(seq.token_ids.size()) - 1) / bs;
-  BlockHash parent = root_block_hash(seq.cache_salt);
+  BlockHash parent = root_block_hash(seq.cache_salt, seq.lora_id);
   for (int64_t i = 0; i < max_blocks; ++i) {
     parent = hash_block(parent, seq.token_ids.subspan(i * bs, bs));
     hit.block_hashes.push_back(parent);
@@ -134,7 +134,7 @@ void KvManager::cache_blocks(const SequenceView& seq) {
       std::min(num_known / config_.block_size, static_cast<int64_t>(state.blocks.size()));
   if (num_full <= state.num_cached_blocks) return;
   extend_block_hashes(state.block_hashes, seq.token_ids, config_.block_size, num_full,
-                      seq.cache_salt);
+                      seq.cache_salt, seq.lora_id);
   for (int64_t i = state.num_cached_blocks; i < num_full; ++i) {
     pool_.cache(state.blocks[i], state.block_hashes[i]);  // false: a duplicate stays private
   }

@@ -39,6 +39,7 @@ struct SequenceView {
   std::span<const TokenId> token_ids;  // every known token: prompt, then outputs
   int64_t num_computed_tokens = 0;     // prefix of token_ids whose KV is (being) written
   std::string_view cache_salt;         // "" shares the prefix cache with every unsalted request
+  uint32_t lora_id = 0;                // LoRA adapter (0: none); part of every block hash
 };
 
 // The longest cached prefix of a sequence's tokens (always full blocks, never all its tokens:

@@ -1,5 +1,6 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -241,6 +242,8 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   } else {
     reserve_attention_scratch(c, T, scratch_);
   }
+  lora_.build(batch);
+  lora_.reserve_scratch(std::max<int64_t>({hidden, c.q_dim(), c.kv_dim(), c.ffn_dim}), scratch_);
   for (const DecoderLayer& L : w_.layers) {
     if (L.moe) {
       reserve_moe_scratch(*L.moe, T, scratch_);
@@ -275,12 +278,14 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   });
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
+    const LoraLayer lora{&lora_, l};
     kernels::rms_norm(x, L.attn_norm.data(), T, hidden, c.rms_norm_eps, h);
     if (L.mla) {
       mla_attention_block(c, *L.mla, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out,
                           scratch_);
     } else {
-      attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
+      attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_,
+                      lora);
     }
     if (!L.post_attn_norm.empty()) {
       kernels::rms_norm(out, L.post_attn_norm.data(), T, hidden, c.rms_norm_eps, out);
@@ -290,7 +295,7 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     if (L.moe) {
       moe_block(*L.moe, h, T, out, scratch_);
     } else {
-      ffn_block(L.ffn, h, T, out, scratch_);
+      ffn_block(L.ffn, h, T, out, scratch_, lora);
     }
     if (!L.post_ffn_norm.empty()) {
       kernels::rms_norm(out, L.post_ffn_norm.data(), T, hidden, c.rms_norm_eps, out);

@@ -12,6 +12,7 @@
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
 #include "model/blocks/mla_attention_block.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/tensor_source.h"
 #include "model/weight_binding.h"
@@ -65,6 +66,7 @@ class DecoderModel final : public Model {
                                                     // into (null: the file mapping)
   kernels::RopeParams rope_;
   Scratch scratch_;
+  LoraBatch lora_;  // this pass's rows grouped by adapter
 };
 
 }  // namespace pagoda::model

@@ -8,11 +8,16 @@
 
 namespace pagoda::model {
 
+struct LoraAdapter;  // model/lora.h
+
 struct SequenceSlice {
   int32_t token_begin = 0;  // first row of this sequence in the batch
   int32_t num_tokens = 0;   // consecutive rows [token_begin, token_begin + num_tokens)
   // Physical KV block of each logical block; covers positions up to the last new token.
   std::span<const int32_t> block_table;
+  // The LoRA adapter this sequence runs (model/lora.h), or null for the base model. Must outlive
+  // the forward pass and have been checked against the model (validate_lora_adapter).
+  const LoraAdapter* lora = nullptr;
 };
 
 struct ForwardBatch {

@@ -37,7 +37,8 @@ ModelRunner::ModelRunner(model::Model& model, KvStorage storage, const RunnerCon
     : model_(model),
       storage_(std::move(storage)),
       flash_attention_(config.flash_attention),
-      grammars_(config.grammars) {}
+      grammars_(config.grammars),
+      loras_(config.loras) {}
 
 Result<std::unique_ptr<structured::Constraint>> ModelRunner::make_constraint(
     const step::ScheduledRequest& entry, std::span<const int32_t> outputs) {
@@ -159,11 +160,21 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   positions_.clear();
   logit_rows_.clear();
   slices_.clear();
+  step_loras_.clear();
   for (const step::ScheduledRequest& entry : plan.requests) {
     model::SequenceSlice slice;
     slice.token_begin = static_cast<int32_t>(tokens_.size());
     slice.num_tokens = static_cast<int32_t>(entry.token_ids.size());
     slice.block_table = entry.block_table;
+    if (entry.lora_id != 0) {
+      std::shared_ptr<const model::LoraAdapter> adapter =
+          loras_ ? loras_->find(entry.lora_id) : nullptr;
+      if (adapter == nullptr) {
+        return internal_error("request {}: LoRA adapter {} is not loaded", entry.id, entry.lora_id);
+      }
+      slice.lora = adapter.get();
+      step_loras_.push_back(std::move(adapter));
+    }
     for (size_t i = 0; i < entry.token_ids.size(); ++i) {
       tokens_.push_back(entry.token_ids[i]);
       positions_.push_back(

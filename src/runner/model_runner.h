@@ -10,6 +10,7 @@
 
 #include "backend/kv_storage.h"
 #include "model/model.h"
+#include "runner/lora_registry.h"
 #include "runner/ngram_proposer.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
@@ -30,6 +31,8 @@ struct RunnerConfig {
   // Prompt-lookup speculative decoding: set, every sampled request gets draft proposals
   // (step::SampledTokens::draft_token_ids) for its next step.
   std::optional<NgramConfig> ngram;
+  // The LoRA adapters requests may name (ScheduledRequest::lora_id); null: none.
+  std::shared_ptr<const LoraRegistry> loras;
 };
 
 class ModelRunner final : public step::Executor {
@@ -96,11 +99,13 @@ class ModelRunner final : public step::Executor {
   bool flash_attention_;
   std::shared_ptr<structured::GrammarCache> grammars_;
   std::optional<NgramProposer> ngram_;
+  std::shared_ptr<const LoraRegistry> loras_;
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;
   std::vector<model::SequenceSlice> slices_;
   std::vector<float> logits_;
+  std::vector<std::shared_ptr<const model::LoraAdapter>> step_loras_;  // held for the step
 };
 
 }  // namespace pagoda::runner

@@ -60,6 +60,7 @@ struct ScheduledRequest {
   // num_computed_tokens + token_ids.size() - num_draft_tokens == the request's known tokens).
   int32_t num_draft_tokens = 0;
   std::shared_ptr<const SamplingParams> sampling;  // never null
+  uint32_t lora_id = 0;                            // the LoRA adapter it runs (0: none)
 };
 
 struct StepPlan {

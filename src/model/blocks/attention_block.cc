@@ -42,7 +42,8 @@ void paged_attend(const ModelConfig& c, int32_t window, const ForwardBatch& batc
 
 void attention_block(const ModelConfig& c, const AttentionWeights& w,
                      const kernels::RopeParams& rope, const ForwardBatch& batch,
-                     const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch) {
+                     const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch,
+                     const LoraLayer& lora) {
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   const int64_t q_dim = c.q_dim();
   const int64_t kv_dim = c.kv_dim();
@@ -56,6 +57,10 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
                                     {&w.wk, k, w.bk.empty() ? nullptr : w.bk.data()},
                                     {&w.wv, v, w.bv.empty() ? nullptr : w.bv.data()}};
   kernels::matmul_group(qkv, h, T);
+  const int64_t hidden = c.hidden_dim;
+  lora.add(LoraTarget::kQ, h, hidden, q, q_dim, scratch);
+  lora.add(LoraTarget::kK, h, hidden, k, kv_dim, scratch);
+  lora.add(LoraTarget::kV, h, hidden, v, kv_dim, scratch);
   if (!w.q_norm.empty()) {  // Qwen3: each head's q and k RMS-normalised (rows of head_dim)
     kernels::rms_norm(q, w.q_norm.data(), T * c.num_heads, c.head_dim, c.rms_norm_eps, q);
     kernels::rms_norm(k, w.k_norm.data(), T * c.num_kv_heads, c.head_dim, c.rms_norm_eps, k);
@@ -65,6 +70,7 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
 
   paged_attend(c, w.window, batch, kv, q, k, v, attn);
   kernels::matmul(w.wo, attn, T, out);
+  lora.add(LoraTarget::kO, attn, q_dim, out, hidden, scratch);
 }
 
 }  // namespace pagoda::model

@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "model/blocks/scratch.h"
 #include "model/forward_batch.h"
+#include "model/lora.h"
 #include "model/model_config.h"
 
 namespace pagoda::model {
@@ -33,8 +34,10 @@ void paged_attend(const ModelConfig& config, int32_t window, const ForwardBatch&
 void reserve_attention_scratch(const ModelConfig& config, int64_t num_tokens, Scratch& scratch);
 
 // out[T, hidden] = attention(h[T, hidden]) for the batch; writes this layer's K/V into `kv`.
+// `lora` adds the rows' adapters to the q, k, v and output projections.
 void attention_block(const ModelConfig& config, const AttentionWeights& w,
                      const kernels::RopeParams& rope, const ForwardBatch& batch,
-                     const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch);
+                     const kernels::KvLayerView& kv, const float* h, float* out, Scratch& scratch,
+                     const LoraLayer& lora = {});
 
 }  // namespace pagoda::model

@@ -32,19 +32,24 @@ void reserve_moe_scratch(const MoeWeights& w, int64_t T, Scratch& scratch) {
   }
 }
 
-void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scratch& scratch) {
+void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scratch& scratch,
+               const LoraLayer& lora) {
   const int64_t ffn = w.gate.rows;
   float* gate = scratch.get(kGate, static_cast<size_t>(T * ffn));
   float* up = scratch.get(kUp, static_cast<size_t>(T * ffn));
   // Gate and up in one parallel region (h converted once).
   const kernels::MatmulJob gate_up[] = {{&w.gate, gate, nullptr}, {&w.up, up, nullptr}};
   kernels::matmul_group(gate_up, h, T);
+  const int64_t hidden = w.gate.cols;
+  lora.add(LoraTarget::kGate, h, hidden, gate, ffn, scratch);
+  lora.add(LoraTarget::kUp, h, hidden, up, ffn, scratch);
   if (w.activation == FfnActivation::kGeluTanh) {
     kernels::gelu_tanh_mul(gate, up, T * ffn, gate);
   } else {
     kernels::silu_mul(gate, up, T * ffn, gate);
   }
   kernels::matmul(w.down, gate, T, out);
+  lora.add(LoraTarget::kDown, gate, ffn, out, hidden, scratch);
 }
 
 void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scratch& scratch) {

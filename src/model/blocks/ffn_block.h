@@ -10,6 +10,7 @@
 
 #include "kernels/weight_view.h"
 #include "model/blocks/scratch.h"
+#include "model/lora.h"
 #include "model/model_config.h"
 
 namespace pagoda::model {
@@ -35,8 +36,9 @@ void reserve_ffn_scratch(const FfnWeights& w, int64_t num_tokens, Scratch& scrat
 void reserve_moe_scratch(const MoeWeights& w, int64_t num_tokens, Scratch& scratch);
 
 // out[T, hidden] = down(act(gate(h)) * up(h)), act = w.activation (silu or tanh-form gelu).
+// `lora` adds the rows' adapters to the gate, up and down projections.
 void ffn_block(const FfnWeights& w, const float* h, int64_t num_tokens, float* out,
-               Scratch& scratch);
+               Scratch& scratch, const LoraLayer& lora = {});
 
 // out[T, hidden] = Σ_k weight_k · expert_k(h) over each token's top-k experts (+ the shared
 // expert, gated). Inside a kernels

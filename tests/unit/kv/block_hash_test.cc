@@ -92,6 +92,29 @@ TEST(BlockHash, ChainCommitsToEveryEarlierTokenAndTheSalt) {
   EXPECT_NE(root_block_hash(""), root_block_hash("x"));
 }
 
+// LoRA (issue 37): each adapter id has its own root, distinct from the base model's, from every
+// salt and from every other adapter's, with or without a salt; id 0 is the base model's root.
+TEST(BlockHash, AdapterIdsSeparateRoots) {
+  EXPECT_EQ(root_block_hash("", 0), root_block_hash(""));
+  EXPECT_EQ(root_block_hash("s", 0), root_block_hash("s"));
+  std::vector<BlockHash> roots = {root_block_hash(""), root_block_hash("s")};
+  for (uint32_t id : {1u, 2u, 3u, 0xffffffffu}) {
+    roots.push_back(root_block_hash("", id));
+    roots.push_back(root_block_hash("s", id));
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    for (size_t j = i + 1; j < roots.size(); ++j)
+      EXPECT_NE(roots[i], roots[j]) << i << " " << j;
+  }
+  const std::vector<TokenId> a = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<BlockHash> base, lora;
+  extend_block_hashes(base, a, 4, 2, "");
+  extend_block_hashes(lora, a, 4, 2, "", 7);
+  EXPECT_NE(base[0], lora[0]);
+  EXPECT_NE(base[1], lora[1]);
+  EXPECT_EQ(lora[0], hash_block(root_block_hash("", 7), std::span<const TokenId>(a).first(4)));
+}
+
 // Issue 40: the roots carry a random per-process secret, so nobody outside the process can
 // precompute a block's hash (the unkeyed constants of before are not the roots any more).
 TEST(BlockHash, RootsAreKeyedWithAPerProcessSecret) {

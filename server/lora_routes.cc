@@ -1,0 +1,107 @@
+#include "server/lora_routes.h"
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace pagoda::server {
+namespace {
+using nlohmann::json;
+
+HttpResponse respond(const json& j, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+HttpResponse respond_error(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status;
+  r.body = e.body();
+  if (e.retry_after_seconds > 0) {
+    r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
+  }
+  return r;
+}
+
+// The body's string fields `names` (each required, 1..4096 bytes); any other key is refused.
+std::optional<ApiError> read_fields(const std::string& body, int32_t max_depth,
+                                    std::initializer_list<const char*> names,
+                                    std::vector<std::string>& out) {
+  json j;
+  if (auto err = parse_json_object(body, max_depth, j)) return err;
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* n : names)
+      known = known || key == n;
+    if (!known) return bad_request("Unsupported field '" + key.substr(0, 64) + "'", key);
+  }
+  for (const char* n : names) {
+    auto it = j.find(n);
+    if (it == j.end() || !it->is_string()) {
+      return bad_request(std::string("'") + n + "' is required and must be a string", n);
+    }
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s.empty() || s.size() > 4096) {
+      return bad_request(std::string("'") + n + "' must be 1 to 4096 characters", n);
+    }
+    out.push_back(s);
+  }
+  return std::nullopt;
+}
+
+json adapter_object(const LoraAdapterInfo& a, const std::string& parent, int64_t created) {
+  return json{
+      {"id", a.name},   {"object", "model"}, {"created", created},  {"owned_by", "pagoda"},
+      {"root", a.path}, {"parent", parent},  {"lora_rank", a.rank}, {"permission", json::array()}};
+}
+}  // namespace
+
+HttpResponse load_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth) {
+  std::vector<std::string> f;
+  if (auto err = read_fields(body, max_json_depth, {"lora_name", "lora_path"}, f)) {
+    return respond_error(*err);
+  }
+  const Status st = engine.load_lora_adapter(f[0], f[1]);
+  if (!st.ok()) {
+    const bool name_error = st.message().find("lora_name") != std::string::npos ||
+                            st.message().find("already loaded") != std::string::npos;
+    return respond_error(from_status(st, name_error ? "lora_name" : "lora_path"));
+  }
+  return respond(json{{"object", "lora_adapter"},
+                      {"lora_name", f[0]},
+                      {"message", "Success: LoRA adapter '" + f[0] + "' added successfully."}});
+}
+
+HttpResponse unload_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth) {
+  std::vector<std::string> f;
+  if (auto err = read_fields(body, max_json_depth, {"lora_name"}, f)) return respond_error(*err);
+  const Status st = engine.unload_lora_adapter(f[0]);
+  if (!st.ok()) return respond_error(from_status(st, "lora_name"));
+  return respond(json{{"object", "lora_adapter"},
+                      {"lora_name", f[0]},
+                      {"message", "Success: LoRA adapter '" + f[0] + "' removed successfully."}});
+}
+
+json lora_model_objects(const Engine& engine, int64_t created) {
+  json out = json::array();
+  for (const LoraAdapterInfo& a : engine.lora_adapters())
+    out.push_back(adapter_object(a, engine.model_info().id, created));
+  return out;
+}
+
+json lora_model_object(const Engine& engine, const std::string& name, int64_t created) {
+  for (const LoraAdapterInfo& a : engine.lora_adapters()) {
+    if (a.name == name) return adapter_object(a, engine.model_info().id, created);
+  }
+  return nullptr;
+}
+
+bool is_lora_adapter(const Engine& engine, const std::string& name) {
+  for (const LoraAdapterInfo& a : engine.lora_adapters()) {
+    if (a.name == name) return true;
+  }
+  return false;
+}
+
+}  // namespace pagoda::server
