@@ -45,6 +45,8 @@ GenerationJob::GenerationJob(GenerationSpec spec, Engine& engine, ServerState& s
   meta_.created = static_cast<int64_t>(std::time(nullptr));
   meta_.model = spec_.model;
   meta_.logprobs = spec_.logprobs;
+  if (spec_.echo && spec_.logprobs) meta_.echo_top_logprobs = spec_.top_logprobs;
+  meta_.prompt_logprobs = spec_.prompt_logprobs;
   meta_.token_bytes = [this](int32_t id) { return engine_.token_bytes(id); };
   token_text_fn_ = [this](int32_t id) { return token_text(id); };
 }
@@ -150,6 +152,9 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
     any_output_ = true;
     queue_timer_.cancel();
   }
+  if (!out.prompt_logprobs.empty() && c.prompt_logprobs.empty()) {
+    c.prompt_logprobs = std::move(out.prompt_logprobs);
+  }
   if (!out.new_token_ids.empty()) {
     const auto now = std::chrono::steady_clock::now();
     if (c.completion_tokens > 0) {
@@ -240,6 +245,7 @@ void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput&
     return;
   }
   std::string text;
+  bool first_chunk = false;
   if (!c.started) {
     c.started = true;
     if (spec_.endpoint == Endpoint::kChat) {
@@ -251,12 +257,16 @@ void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput&
     } else if (spec_.echo) {
       text = spec_.prompts[static_cast<size_t>(index / spec_.n)].text;
     }
+    first_chunk = true;
   }
   ParsedDelta split = split_text(c, out);
   text += split.content;
   const bool has_logprobs = spec_.logprobs && !out.logprobs.empty();
+  // The choice's first chunk carries its prompt logprobs (echo with logprobs, prompt_logprobs).
+  const bool has_prompt =
+      first_chunk && spec_.endpoint == Endpoint::kCompletion && spec_.sampling.prompt_logprobs >= 0;
   if (!text.empty() || !split.reasoning.empty() || !split.tool_calls.empty() || has_logprobs ||
-      out.finished) {
+      has_prompt || out.finished) {
     ChunkParts parts;
     parts.index = index;
     parts.text = text;
@@ -264,6 +274,10 @@ void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput&
     parts.tool_calls = &split.tool_calls;
     parts.made_tool_calls = c.parser && c.parser->num_tool_calls() > 0;
     parts.logprobs = has_logprobs ? &out.logprobs : nullptr;
+    if (has_prompt) {
+      parts.prompt.first_token = spec_.prompts[static_cast<size_t>(index / spec_.n)].tokens[0];
+      parts.prompt.entries = &c.prompt_logprobs;
+    }
     parts.text_offset = c.text_offset;
     parts.finish_reason = out.finished ? c.finish_reason : FinishReason::kNone;
     parts.stop_reason = c.stop_reason;
@@ -315,6 +329,10 @@ ChoiceResult GenerationJob::take_result(size_t i) {
   r.reasoning = std::move(c.reasoning);
   r.tool_calls = std::move(c.tool_calls);
   r.logprobs = std::move(c.logprobs);
+  if (spec_.endpoint == Endpoint::kCompletion && spec_.sampling.prompt_logprobs >= 0) {
+    r.prompt_first_token = spec_.prompts[i / static_cast<size_t>(spec_.n)].tokens[0];
+    r.prompt_logprobs = std::move(c.prompt_logprobs);
+  }
   r.finish_reason = c.finish_reason;
   r.stop_reason = c.stop_reason;
   r.stop_token_id = c.stop_token_id;

@@ -46,6 +46,7 @@ class GenerationJob : public ConnectionListener,
   struct Choice {
     std::string text;  // non-streamed: the whole text
     std::vector<TokenLogprobs> logprobs;
+    std::vector<TokenLogprobs> prompt_logprobs;  // from the sample's first output
     FinishReason finish_reason = FinishReason::kNone;
     std::string stop_reason;
     std::optional<int32_t> stop_token_id;

@@ -281,7 +281,7 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint,
   static constexpr std::string_view kChat[] = {
       "messages",    "top_logprobs",          "max_completion_tokens", "tools",
       "tool_choice", "add_generation_prompt", "parallel_tool_calls"};
-  static constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
+  static constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix", "prompt_logprobs"};
   // Request fields of OpenAI (chat + legacy completions), vLLM (sampling params and its extra
   // chat / completion fields) and llama.cpp's server (/completion, /v1/chat/completions) that
   // pagoda does not implement.
@@ -291,13 +291,13 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint,
       "service_tier", "web_search_options", "reasoning_effort", "verbosity", "prompt_cache_key",
       "safety_identifier",
       // vLLM
-      "use_beam_search", "length_penalty", "early_stopping", "prompt_logprobs",
-      "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
-      "guided_decoding_backend", "guided_whitespace_pattern", "logits_processors",
-      "return_tokens_as_token_ids", "return_token_ids", "documents", "chat_template",
-      "chat_template_kwargs", "mm_processor_kwargs", "continue_final_message", "request_id",
-      "kv_transfer_params", "vllm_xargs", "prompt_embeds", "include_reasoning",
-      "thinking_token_budget", "repetition_detection",
+      "use_beam_search", "length_penalty", "early_stopping", "spaces_between_special_tokens",
+      "truncate_prompt_tokens", "allowed_token_ids", "bad_words", "guided_decoding_backend",
+      "guided_whitespace_pattern", "logits_processors", "return_tokens_as_token_ids",
+      "return_token_ids", "documents", "chat_template", "chat_template_kwargs",
+      "mm_processor_kwargs", "continue_final_message", "request_id", "kv_transfer_params",
+      "vllm_xargs", "prompt_embeds", "include_reasoning", "thinking_token_budget",
+      "repetition_detection",
       // llama.cpp
       "n_predict", "n_probs", "typical_p", "tfs_z", "mirostat", "mirostat_tau", "mirostat_eta",
       "penalize_nl", "repeat_last_n", "repeat_penalty", "dry_multiplier", "dry_base",
@@ -688,9 +688,11 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
       spec.top_logprobs = static_cast<int32_t>(k);
     }
     PAGODA_TRY(f.boolean("echo", spec.echo));
+    PAGODA_TRY(f.int_field("prompt_logprobs", 0, cfg.max_logprobs, spec.prompt_logprobs));
     if (const json* suffix = f.find("suffix")) {
       if (!suffix->is_string() || !suffix->get<std::string>().empty()) {
-        return from_status(unimplemented("'suffix' is not supported"), "suffix");
+        return from_status(
+            unimplemented("'suffix' is not supported (no fill-in-the-middle template)"), "suffix");
       }
     }
     PAGODA_TRY(parse_completion_prompt(f, engine, cfg, spec));
@@ -704,6 +706,9 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
   }
   PAGODA_TRY(resolve_max_tokens(f, endpoint, engine.model_info(), spec));
   spec.sampling.logprobs = spec.logprobs ? spec.top_logprobs : -1;
+  // Echo with logprobs reports the prompt tokens' logprobs too: one prompt pass serves both.
+  spec.sampling.prompt_logprobs =
+      std::max(spec.echo && spec.logprobs ? spec.top_logprobs : -1, spec.prompt_logprobs);
   return std::nullopt;
 }
 

@@ -40,7 +40,8 @@ struct GenerationSpec {
   // Chat: logprobs (bool) + top_logprobs; completions: logprobs (int = top count).
   bool logprobs = false;
   int32_t top_logprobs = 0;
-  bool echo = false;  // completions: prepend the prompt text to each choice
+  bool echo = false;             // completions: prepend the prompt text to each choice
+  int32_t prompt_logprobs = -1;  // completions: vLLM's prompt_logprobs (top count); -1 = absent
   bool skip_special_tokens = true;
   std::string cache_salt;
   std::string lora_name;  // the LoRA adapter "model" named ("" = the base model)

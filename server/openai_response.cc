@@ -49,13 +49,35 @@ json chat_logprobs(const std::vector<TokenLogprobs>& lps, const TokenText& token
   return json{{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
+// The legacy completions shape. With `prompt` (echo), the prompt's tokens come first: the first
+// with null logprob and top_logprobs, the others with their `prompt_top` best alternatives.
 json completion_logprobs(const std::vector<TokenLogprobs>& lps, int64_t text_offset,
-                         const TokenText& token_text) {
+                         const TokenText& token_text, const PromptLogprobsPart& prompt = {},
+                         int32_t prompt_top = 0) {
   json tokens = json::array();
   json token_logprobs = json::array();
   json top_logprobs = json::array();
   json offsets = json::array();
   int64_t offset = text_offset;
+  if (prompt.first_token >= 0 && prompt.entries != nullptr) {
+    const std::string first = token_text(prompt.first_token);
+    tokens.push_back(first);
+    token_logprobs.push_back(nullptr);
+    top_logprobs.push_back(nullptr);
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(first.size());
+    for (const TokenLogprobs& lp : *prompt.entries) {
+      const std::string text = token_text(lp.token);
+      tokens.push_back(text);
+      token_logprobs.push_back(finite_logprob(lp.logprob));
+      json top = json::object();
+      for (size_t i = 0; i < lp.top.size() && i < static_cast<size_t>(prompt_top); ++i)
+        top[token_text(lp.top[i].first)] = finite_logprob(lp.top[i].second);
+      top_logprobs.push_back(std::move(top));
+      offsets.push_back(offset);
+      offset += static_cast<int64_t>(text.size());
+    }
+  }
   for (const TokenLogprobs& lp : lps) {
     const std::string text = token_text(lp.token);
     tokens.push_back(text);
@@ -71,6 +93,29 @@ json completion_logprobs(const std::vector<TokenLogprobs>& lps, int64_t text_off
               {"token_logprobs", std::move(token_logprobs)},
               {"top_logprobs", std::move(top_logprobs)},
               {"text_offset", std::move(offsets)}};
+}
+
+// vLLM's prompt_logprobs: null for the first prompt token, then per token a map from token id
+// (as a string) to {logprob, rank, decoded_token}: the prompt token and the `top` most likely.
+json prompt_logprobs_json(const PromptLogprobsPart& prompt, int32_t top,
+                          const TokenText& token_text) {
+  json out = json::array();
+  if (prompt.first_token < 0 || prompt.entries == nullptr) return out;
+  out.push_back(nullptr);
+  for (const TokenLogprobs& lp : *prompt.entries) {
+    json entry = json::object();
+    for (size_t i = 0; i < lp.top.size() && i < static_cast<size_t>(top); ++i) {
+      const auto& [id, l] = lp.top[i];
+      entry[std::to_string(id)] = {{"logprob", finite_logprob(l)},
+                                   {"rank", static_cast<int64_t>(i) + 1},
+                                   {"decoded_token", token_text(id)}};
+    }
+    entry[std::to_string(lp.token)] = {{"logprob", finite_logprob(lp.logprob)},
+                                       {"rank", lp.rank},
+                                       {"decoded_token", token_text(lp.token)}};
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 json usage_json(const UsageTotals& u) {
@@ -148,8 +193,16 @@ std::string full_response_json(const ResponseMeta& meta, const std::vector<Choic
           meta.logprobs ? chat_logprobs(c.logprobs, token_text, meta.token_bytes) : json(nullptr);
     } else {
       choice["text"] = c.text;
+      const PromptLogprobsPart prompt{c.prompt_first_token, &c.prompt_logprobs};
       choice["logprobs"] =
-          meta.logprobs ? completion_logprobs(c.logprobs, 0, token_text) : json(nullptr);
+          meta.logprobs
+              ? completion_logprobs(c.logprobs, 0, token_text,
+                                    meta.echo_top_logprobs >= 0 ? prompt : PromptLogprobsPart{},
+                                    meta.echo_top_logprobs)
+              : json(nullptr);
+      if (meta.prompt_logprobs >= 0) {
+        choice["prompt_logprobs"] = prompt_logprobs_json(prompt, meta.prompt_logprobs, token_text);
+      }
     }
     out_choices.push_back(std::move(choice));
   }
@@ -186,8 +239,18 @@ std::string chunk_json(const ResponseMeta& meta, const ChunkParts& p, const Toke
         has_logprobs ? chat_logprobs(*p.logprobs, token_text, meta.token_bytes) : json(nullptr);
   } else {
     choice["text"] = std::string(p.text);
+    const bool echo_prompt = meta.logprobs && meta.echo_top_logprobs >= 0 &&
+                             p.prompt.first_token >= 0 && p.prompt.entries != nullptr;
+    static const std::vector<TokenLogprobs> kNone;
     choice["logprobs"] =
-        has_logprobs ? completion_logprobs(*p.logprobs, p.text_offset, token_text) : json(nullptr);
+        has_logprobs || echo_prompt
+            ? completion_logprobs(has_logprobs ? *p.logprobs : kNone, p.text_offset, token_text,
+                                  echo_prompt ? p.prompt : PromptLogprobsPart{},
+                                  meta.echo_top_logprobs)
+            : json(nullptr);
+    if (meta.prompt_logprobs >= 0 && p.prompt.first_token >= 0) {
+      choice["prompt_logprobs"] = prompt_logprobs_json(p.prompt, meta.prompt_logprobs, token_text);
+    }
   }
   json j = {{"id", meta.id},
             {"object", chat ? "chat.completion.chunk" : "text_completion"},

@@ -28,6 +28,18 @@ struct ResponseMeta {
   bool logprobs = false;
   // The raw bytes of a token for chat logprobs' "bytes" (unset: the bytes of its text).
   TokenText token_bytes;
+  // Completions with echo and logprobs = k: the prompt's tokens lead each choice's logprobs (the
+  // first with null logprob and top_logprobs, the rest with their top k), as OpenAI does.
+  int32_t echo_top_logprobs = -1;  // k; -1 = no prompt tokens in the logprobs
+  // vLLM's prompt_logprobs = m: each choice gets "prompt_logprobs": [null, {"<id>": {logprob,
+  // rank, decoded_token}}...] with the prompt token and the m most likely. -1 = absent.
+  int32_t prompt_logprobs = -1;
+};
+
+// A choice's prompt logprobs (RequestOutput::prompt_logprobs and the prompt's first token).
+struct PromptLogprobsPart {
+  int32_t first_token = -1;
+  const std::vector<TokenLogprobs>* entries = nullptr;  // prompt tokens 1..
 };
 
 // A tool call of a non-streamed chat response (arguments: JSON text).
@@ -46,6 +58,8 @@ struct ChoiceResult {
   std::string reasoning;
   std::vector<ToolCallResult> tool_calls;
   std::vector<TokenLogprobs> logprobs;  // one per generated token when requested
+  int32_t prompt_first_token = -1;      // with ResponseMeta echo/prompt logprobs
+  std::vector<TokenLogprobs> prompt_logprobs;
   FinishReason finish_reason = FinishReason::kNone;
   std::string stop_reason;
   std::optional<int32_t> stop_token_id;
@@ -77,6 +91,7 @@ struct ChunkParts {
   const std::vector<ToolCallDelta>* tool_calls = nullptr;
   bool made_tool_calls = false;
   const std::vector<TokenLogprobs>* logprobs = nullptr;
+  PromptLogprobsPart prompt;  // the first chunk of a choice: its prompt logprobs, if any
   int64_t text_offset = 0;
   FinishReason finish_reason = FinishReason::kNone;
   std::string_view stop_reason;

@@ -26,6 +26,7 @@ void register_plan(CLI::App& app, CommandAction& action);
 void register_perplexity(CLI::App& app, CommandAction& action);
 void register_imatrix(CLI::App& app, CommandAction& action);
 void register_router(CLI::App& app, CommandAction& action);
+void register_run_batch(CLI::App& app, CommandAction& action);
 
 void register_bench(CLI::App& app, CommandAction& action);
 
@@ -44,7 +45,7 @@ inline std::vector<RegisterCommand> all_commands() {
       &register_inspect,    &register_tokenize,      &register_synth,   &register_quantize,
       &register_bench,      &register_bench_engine,  &register_serve,   &register_bench_serve,
       &register_convert,    &register_bench_grammar, &register_grammar, &register_plan,
-      &register_perplexity, &register_imatrix,       &register_router,
+      &register_perplexity, &register_imatrix,       &register_router,  &register_run_batch,
   };
 }
 

@@ -149,6 +149,9 @@ struct RequestOutput {
   std::vector<int32_t> new_token_ids;
   std::string text_delta;               // complete UTF-8 only; never a prefix of a stop string
   std::vector<TokenLogprobs> logprobs;  // one per new token when requested
+  // SamplingParams::prompt_logprobs >= 0: on each sample's first output, one entry per prompt
+  // token after the first (entry i: prompt token i + 1 given tokens 0..i); empty otherwise.
+  std::vector<TokenLogprobs> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string stop_reason;               // the stop string that ended it, if any

@@ -51,6 +51,11 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> added logit
   std::optional<uint64_t> seed;                       // deterministic sampling when set
   int32_t logprobs = -1;  // -1: none; k >= 0: sampled token's logprob + top k
+  // -1: none; k >= 0: every prompt token after the first gets its logprob given the tokens
+  // before it, plus the k most likely tokens there (vLLM's prompt_logprobs; RequestOutput::
+  // prompt_logprobs). Costs a logits row per prompt position, only for requests that ask; such
+  // a request computes its whole prompt (no prefix-cache hit skips a position).
+  int32_t prompt_logprobs = -1;
   // Tokens whose text would leave the constraint's language are masked before sampling; EOS is
   // allowed only where the constraint may end. Engine::add_request compiles it (invalid_argument
   // names an unsupported schema keyword or a syntax error).
@@ -66,6 +71,7 @@ struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;
+  int32_t rank = 0;  // 1 + the number of tokens with a higher logit (vLLM's rank); 0 = unknown
 };
 
 }  // namespace pagoda

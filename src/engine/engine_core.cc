@@ -20,6 +20,10 @@ struct EngineCore::Group {
   int32_t num_finished = 0;     // samples that got their final output
   bool forked = false;          // the root produced its first token, so its children exist
   std::vector<RequestId> live;  // scheduler sequences not finished yet
+  // SamplingParams::prompt_logprobs >= 0: collected in prompt order (entry i: prompt token
+  // i + 1), sent with each sample's first output.
+  bool wants_prompt_logprobs = false;
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineCoreConfig& config,
@@ -86,6 +90,7 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
   options->include_stop_str_in_output = request.stop.include_stop_str_in_output;
   options->prompt = std::make_shared<const std::vector<TokenId>>(request.prompt_tokens);
 
+  const bool wants_prompt_logprobs = request.sampling.prompt_logprobs >= 0;
   NewRequest nr;
   nr.prompt_token_ids = std::move(request.prompt_tokens);
   nr.sampling = std::move(request.sampling);
@@ -106,6 +111,7 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
   group->callback = std::make_shared<OutputCallback>(std::move(on_output));
   group->n = request.n;
   group->arrival = arrival;
+  group->wants_prompt_logprobs = wants_prompt_logprobs;
   auto state = std::make_unique<SequenceOutputState>(tokenizer_, options, 0, arrival);
   group->options = std::move(options);
   {
@@ -259,6 +265,7 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
       ++num_steps_;
       for (const RequestId id : step.plan.preempted_ids)
         log_preemption(id);
+      collect_prompt_logprobs(step.prompt_logprobs);
       process_events(step.events, step.status.ok() ? std::string() : step.status.to_string(), out);
       record_step_stats();
     }
@@ -343,6 +350,19 @@ void EngineCore::fail_everything(const std::string& error, std::vector<Delivery>
   pending_aborts_.clear();
 }
 
+void EngineCore::collect_prompt_logprobs(std::vector<step::PromptLogprobs>& chunks) {
+  for (step::PromptLogprobs& chunk : chunks) {
+    const auto it = sequences_.find(chunk.id);
+    if (it == sequences_.end() || !it->second.group->wants_prompt_logprobs) continue;
+    std::vector<TokenLogprobs>& got = it->second.group->prompt_logprobs;
+    // Token t is entry t - 1; a recomputed prompt (after preemption) repeats what we have.
+    for (size_t i = 0; i < chunk.entries.size(); ++i) {
+      const int64_t token = chunk.first_token + static_cast<int64_t>(i);
+      if (token - 1 == static_cast<int64_t>(got.size())) got.push_back(std::move(chunk.entries[i]));
+    }
+  }
+}
+
 void EngineCore::process_events(const std::vector<RequestEvent>& events, const std::string& error,
                                 std::vector<Delivery>& out) {
   const Clock::time_point now = Clock::now();
@@ -372,6 +392,10 @@ void EngineCore::process_events(const std::vector<RequestEvent>& events, const s
     }
     SequenceOutputState::Processed p = state.process(ev, now, error);
     if (p.needs_abort) (void)scheduler_.abort(ev.id);
+    if (group.wants_prompt_logprobs && !it->second.prompt_logprobs_sent) {
+      p.output.prompt_logprobs = group.prompt_logprobs;
+      it->second.prompt_logprobs_sent = true;
+    }
     const bool finished = p.output.finished;
     const FinishReason reason = p.output.finish_reason;
     emit(group, std::move(p.output), out);

@@ -77,6 +77,7 @@ class EngineCore {
   struct Sequence {
     Group* group = nullptr;
     std::unique_ptr<SequenceOutputState> state;
+    bool prompt_logprobs_sent = false;  // its first output carried the group's prompt logprobs
   };
   using Delivery = std::pair<std::shared_ptr<OutputCallback>, RequestOutput>;
 
@@ -94,6 +95,8 @@ class EngineCore {
                    std::vector<Delivery>& out, StatusCode error_code = StatusCode::kInternal);
   // Fails the requests whose SamplingGate failed.
   void apply_gate_failures(std::vector<Delivery>& out);
+  // Adds a step's prompt logprobs to their groups (in prompt order, repeats dropped).
+  void collect_prompt_logprobs(std::vector<step::PromptLogprobs>& chunks);
   void process_events(const std::vector<RequestEvent>& events, const std::string& error,
                       std::vector<Delivery>& out);
   void emit(Group& group, RequestOutput output, std::vector<Delivery>& out);

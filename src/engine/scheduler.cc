@@ -272,7 +272,11 @@ step::StepPlan Scheduler::schedule() {
       const int32_t seqs = 1 + r->num_pending_samples_;
       if (num_seqs + seqs > config_.max_num_seqs) break;
       PAGODA_CHECK(r->num_computed_tokens_ == 0);
-      const kv::PrefixHit hit = kv_.get_computed_blocks(r->kv_view());
+      // A request that wants prompt logprobs computes every prompt position (no prefix hit), so
+      // each one has its logits row; its blocks are still published for others.
+      const kv::PrefixHit hit = r->sampling_->prompt_logprobs >= 0
+                                    ? kv::PrefixHit{}
+                                    : kv_.get_computed_blocks(r->kv_view());
       int64_t uncomputed = r->num_tokens() - hit.num_tokens;
       if (r->sampling_gated()) {
         if (--uncomputed == 0) {

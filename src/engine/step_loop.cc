@@ -34,6 +34,7 @@ StepResult run_step(Scheduler& scheduler, step::Executor& executor,
         scheduler.update_from_output(result.plan, output.value());
     if (events.ok()) {
       result.events = std::move(events).value();
+      result.prompt_logprobs = std::move(output.value().prompt_logprobs);
       return result;
     }
     result.status = events.status();

@@ -161,7 +161,11 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   logit_rows_.clear();
   slices_.clear();
   step_loras_.clear();
-  for (const step::ScheduledRequest& entry : plan.requests) {
+  // Per plan entry: its first sampling row, and its prompt-logprobs rows (prompt_logprobs).
+  std::vector<size_t> sample_rows(plan.requests.size(), 0);
+  std::vector<PromptRows> prompt_rows;
+  for (size_t e = 0; e < plan.requests.size(); ++e) {
+    const step::ScheduledRequest& entry = plan.requests[e];
     model::SequenceSlice slice;
     slice.token_begin = static_cast<int32_t>(tokens_.size());
     slice.num_tokens = static_cast<int32_t>(entry.token_ids.size());
@@ -180,6 +184,18 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       positions_.push_back(
           static_cast<int32_t>(entry.num_computed_tokens + static_cast<int64_t>(i)));
     }
+    if (entry.sampling->prompt_logprobs >= 0) {
+      // A row for every computed position whose next token is a prompt token.
+      const int64_t begin = entry.num_computed_tokens;
+      const int64_t end = std::min<int64_t>(begin + slice.num_tokens, entry.num_prompt_tokens - 1);
+      if (end > begin) {
+        prompt_rows.push_back(
+            PromptRows{e, logit_rows_.size(), begin + 1, static_cast<size_t>(end - begin)});
+        for (int64_t p = begin; p < end; ++p)
+          logit_rows_.push_back(slice.token_begin + static_cast<int32_t>(p - begin));
+      }
+    }
+    sample_rows[e] = logit_rows_.size();
     if (entry.num_samples > 0) {
       // One row per position from the newest known token on (drafts after it).
       if (entry.num_draft_tokens < 0 || entry.num_draft_tokens >= slice.num_tokens ||
@@ -210,13 +226,12 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     Status status;
   };
   std::vector<Job> jobs;
-  size_t row = 0;
-  for (const step::ScheduledRequest& entry : plan.requests) {
+  for (size_t e = 0; e < plan.requests.size(); ++e) {
+    const step::ScheduledRequest& entry = plan.requests[e];
     if (entry.num_samples <= 0) continue;
     Job job;
     job.entry = &entry;
-    job.logits = logits_.data() + row * vocab;
-    row += 1 + static_cast<size_t>(entry.num_draft_tokens);
+    job.logits = logits_.data() + sample_rows[e] * vocab;
     auto it = states_.find(entry.id);
     if (it == states_.end()) {
       return internal_error("request {} samples without having been scheduled as new", entry.id);
@@ -250,7 +265,37 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     PAGODA_RETURN_IF_ERROR(job.status);
     out.sampled.push_back(std::move(job.sampled));
   }
+  PAGODA_RETURN_IF_ERROR(collect_prompt_logprobs(plan, prompt_rows, out));
   return out;
+}
+
+Status ModelRunner::collect_prompt_logprobs(const step::StepPlan& plan,
+                                            std::span<const PromptRows> rows,
+                                            step::StepOutput& out) const {
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  for (const PromptRows& r : rows) {
+    const step::ScheduledRequest& entry = plan.requests[r.entry];
+    const auto it = states_.find(entry.id);
+    if (it == states_.end() ||
+        it->second.tokens.size() < static_cast<size_t>(r.first_token) + r.count) {
+      return internal_error("request {}: prompt logprobs without its prompt tokens", entry.id);
+    }
+    const std::vector<int32_t>& tokens = it->second.tokens;
+    step::PromptLogprobs lp;
+    lp.id = entry.id;
+    lp.first_token = r.first_token;
+    lp.entries.resize(r.count);
+    const auto count = static_cast<int64_t>(r.count);
+#pragma omp parallel for schedule(static) if (count > 8)
+    for (int64_t i = 0; i < count; ++i) {
+      const float* row = logits_.data() + (r.first_row + static_cast<size_t>(i)) * vocab;
+      const int32_t next = tokens[static_cast<size_t>(r.first_token + i)];
+      lp.entries[static_cast<size_t>(i)] = sampling::token_logprobs(
+          std::span<const float>(row, vocab), next, entry.sampling->prompt_logprobs);
+    }
+    out.prompt_logprobs.push_back(std::move(lp));
+  }
+  return Status();
 }
 
 Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestState& state,

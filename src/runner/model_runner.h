@@ -87,6 +87,16 @@ class ModelRunner final : public step::Executor {
   static void apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
                          std::span<float> logits);
   RequestState make_state(const step::ScheduledRequest& entry) const;
+  // Rows of this step's logits that give prompt logprobs (SamplingParams::prompt_logprobs):
+  // `count` rows from `first_row`, for prompt tokens first_token.. of plan entry `entry`.
+  struct PromptRows {
+    size_t entry = 0;
+    size_t first_row = 0;
+    int64_t first_token = 0;
+    size_t count = 0;
+  };
+  Status collect_prompt_logprobs(const step::StepPlan& plan, std::span<const PromptRows> rows,
+                                 step::StepOutput& out) const;
   // Masks, samples and advances one request (thread-safe across requests); with drafts,
   // verifies them (logits: one row per position from the newest known token on).
   Status sample_request(const step::ScheduledRequest& entry, RequestState& state,

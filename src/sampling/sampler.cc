@@ -52,6 +52,9 @@ Status validate(const SamplingParams& p, int32_t vocab_size) {
     }
   }
   if (p.logprobs > 20) return invalid_argument("logprobs must be at most 20, got {}", p.logprobs);
+  if (p.prompt_logprobs > 20) {
+    return invalid_argument("prompt_logprobs must be at most 20, got {}", p.prompt_logprobs);
+  }
   return Status();
 }
 
@@ -64,6 +67,33 @@ float log_sum_exp(std::span<const float> logits) {
   for (float v : logits)
     sum += std::exp(static_cast<double>(v - max));
   return max + static_cast<float>(std::log(sum));
+}
+
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int32_t top_k) {
+  TokenLogprobs result;
+  result.token = token;
+  const float lse = log_sum_exp(logits);
+  const float own = logits[static_cast<size_t>(token)];
+  result.logprob = own - lse;
+  int32_t above = 0;
+  for (const float v : logits)
+    above += v > own ? 1 : 0;
+  result.rank = 1 + above;
+  const size_t n = logits.size();
+  const size_t k = std::min(static_cast<size_t>(std::max(top_k, 0)), n);
+  if (k == 0) return result;
+  std::vector<int32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                    [&logits](int32_t a, int32_t b) {
+                      const float ra = logits[static_cast<size_t>(a)],
+                                  rb = logits[static_cast<size_t>(b)];
+                      return ra > rb || (ra == rb && a < b);
+                    });
+  result.top.reserve(k);
+  for (size_t i = 0; i < k; ++i)
+    result.top.emplace_back(idx[i], logits[static_cast<size_t>(idx[i])] - lse);
+  return result;
 }
 
 Sampler::Sampler(const SamplingParams& params, int32_t vocab_size, std::span<const int32_t> prompt)
@@ -153,12 +183,9 @@ TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft) {
   const size_t n = static_cast<size_t>(vocab_size_);
   // Logprobs are reported for the model's raw distribution (vLLM's default), before any
   // processing, so they do not depend on sampling settings.
-  float raw_lse = 0;
   std::vector<float> raw;
-  if (params_.logprobs >= 0) {
+  if (params_.logprobs >= 0)
     raw.assign(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(n));
-    raw_lse = log_sum_exp(raw);
-  }
   apply_penalties(logits);
 
   int32_t chosen = 0;
@@ -243,23 +270,10 @@ TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft) {
       chosen = candidates_[pos - 1];
     }
   }
-  result.token = chosen;
   if (params_.logprobs >= 0) {
-    result.logprob = raw[static_cast<size_t>(chosen)] - raw_lse;
-    const size_t k = std::min(static_cast<size_t>(params_.logprobs), n);
-    if (k > 0) {
-      std::vector<int32_t> idx(n);
-      std::iota(idx.begin(), idx.end(), 0);
-      std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                        [&raw](int32_t a, int32_t b) {
-                          const float ra = raw[static_cast<size_t>(a)],
-                                      rb = raw[static_cast<size_t>(b)];
-                          return ra > rb || (ra == rb && a < b);
-                        });
-      for (size_t i = 0; i < k; ++i) {
-        result.top.emplace_back(idx[i], raw[static_cast<size_t>(idx[i])] - raw_lse);
-      }
-    }
+    result = token_logprobs(raw, chosen, params_.logprobs);
+  } else {
+    result.token = chosen;
   }
   accept(chosen);
   return result;

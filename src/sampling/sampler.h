@@ -69,4 +69,9 @@ class Sampler {
 // log-softmax helpers for logprobs: fills `top` with the k largest entries of logits.
 float log_sum_exp(std::span<const float> logits);
 
+// `token`'s logprob under softmax(logits) and the `top_k` most likely tokens (descending, ties by
+// id), from raw logits (no processing): what Sampler::sample reports, and the prompt logprobs.
+// precondition: 0 <= token < logits.size(), top_k >= 0.
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int32_t top_k);
+
 }  // namespace pagoda::sampling

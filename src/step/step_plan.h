@@ -90,10 +90,22 @@ struct SampledTokens {
   std::vector<TokenId> draft_token_ids;
 };
 
+// Logprobs of prompt tokens, for a plan entry whose SamplingParams::prompt_logprobs >= 0: from
+// each computed position p < num_prompt_tokens - 1 of the chunk, the logprob of prompt token
+// p + 1. entries[i] is prompt token first_token + i (first_token >= 1). A recomputed prompt
+// (after preemption) reports its positions again.
+struct PromptLogprobs {
+  RequestId id = 0;
+  int64_t first_token = 0;
+  std::vector<TokenLogprobs> entries;
+};
+
 // The runner's answer to a StepPlan: one entry per plan request with num_samples > 0, in plan
-// order (entries without sampling are omitted).
+// order (entries without sampling are omitted), and one prompt_logprobs entry per plan request
+// that asked for them and computed prompt positions with a known next prompt token.
 struct StepOutput {
   std::vector<SampledTokens> sampled;
+  std::vector<PromptLogprobs> prompt_logprobs;
 };
 
 }  // namespace pagoda::step

@@ -86,6 +86,35 @@ TEST_F(RequestTest, CompletionPromptShapes) {
   EXPECT_EQ(spec.prompts[0].tokens.size(), 2u);
 }
 
+// echo + logprobs = k asks the engine for the prompt's logprobs with top k; prompt_logprobs = m
+// (vLLM) with top m; both: one prompt pass with the larger count.
+TEST_F(RequestTest, EchoAndPromptLogprobsReachTheEngine) {
+  GenerationSpec spec;
+  ASSERT_FALSE(completion({{"prompt", "ab"}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, -1);
+  ASSERT_FALSE(completion({{"prompt", "ab"}, {"echo", true}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, -1);
+  ASSERT_FALSE(completion({{"prompt", "ab"}, {"echo", true}, {"logprobs", 3}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, 3);
+  EXPECT_EQ(spec.sampling.logprobs, 3);
+  ASSERT_FALSE(completion({{"prompt", "ab"}, {"logprobs", 3}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, -1);
+  ASSERT_FALSE(completion({{"prompt", "ab"}, {"prompt_logprobs", 5}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, 5);
+  EXPECT_EQ(spec.prompt_logprobs, 5);
+  EXPECT_EQ(spec.sampling.logprobs, -1);
+  ASSERT_FALSE(completion(
+      {{"prompt", "ab"}, {"echo", true}, {"logprobs", 7}, {"prompt_logprobs", 2}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, 7);
+  ASSERT_FALSE(completion({{"prompt", "ab"}, {"prompt_logprobs", nullptr}}, spec));
+  EXPECT_EQ(spec.sampling.prompt_logprobs, -1);
+  for (const json& bad : {json(-1), json(21), json("1"), json(1.5), json(true)}) {
+    EXPECT_EQ(rejected_param({{"prompt", "a"}, {"prompt_logprobs", bad}}, Endpoint::kCompletion),
+              "prompt_logprobs")
+        << bad.dump();
+  }
+}
+
 TEST_F(RequestTest, SamplingFieldsReachTheEngine) {
   json body = base();
   body.update({{"temperature", 0.5},
@@ -290,7 +319,6 @@ TEST_F(RequestTest, SchemaFieldsWeLackAreRefusedAndOthersIgnored) {
                             "reasoning_effort",
                             "use_beam_search",
                             "length_penalty",
-                            "prompt_logprobs",
                             "allowed_token_ids",
                             "bad_words",
                             "guided_decoding_backend",
@@ -327,7 +355,7 @@ TEST_F(RequestTest, SchemaFieldsWeLackAreRefusedAndOthersIgnored) {
     c[field] = json::array({1});
     EXPECT_EQ(rejected_param(c, Endpoint::kCompletion), field) << field;
   }
-  for (const char* field : {"prompt", "echo", "suffix"}) {
+  for (const char* field : {"prompt", "echo", "suffix", "prompt_logprobs"}) {
     json b = base();
     b[field] = "x";
     EXPECT_EQ(rejected_param(b), field) << field;

@@ -363,6 +363,35 @@ TEST(Scheduler, WaitingGatedRequestIsSkippedAndAFailedGateReported) {
   h.expect_pool_idle();
 }
 
+// A request that wants prompt logprobs needs a logits row at every prompt position: it takes no
+// prefix hit (computes its prompt from token 0) but still publishes its blocks.
+TEST(Scheduler, PromptLogprobsRequestsComputeTheWholePrompt) {
+  Harness h(small_config(64, 16, 256, 4));
+  const std::vector<TokenId> prompt = make_prompt(64, 11);
+  h.add(prompt, 2);
+  h.run_to_completion();
+  NewRequest r;
+  r.prompt_token_ids = prompt;
+  r.stop.max_tokens = 2;
+  r.sampling.prompt_logprobs = 1;
+  const RequestId wants = h.add_request(std::move(r));
+  const StepResult step = h.step();
+  const step::ScheduledRequest* e = entry(step.plan, wants);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->num_computed_tokens, 0);
+  EXPECT_EQ(h.scheduler().find(wants)->num_cached_tokens(), 0);
+  h.run_to_completion();
+  // The same prompt without prompt logprobs hits again (three full blocks; the last recomputed).
+  const RequestId plain = h.add(prompt, 2);
+  const StepResult next = h.step();
+  const step::ScheduledRequest* p = entry(next.plan, plain);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->num_computed_tokens, 48);
+  h.run_to_completion();
+  h.expect_reference_outputs();
+  h.expect_pool_idle();
+}
+
 TEST(Scheduler, PrefixCacheHitsSkipComputedTokens) {
   Harness h(small_config(64, 16, 256, 4));
   const std::vector<TokenId> system = make_prompt(64, 11);

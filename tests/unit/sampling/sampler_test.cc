@@ -10,6 +10,28 @@
 namespace pagoda::sampling {
 namespace {
 
+// token_logprobs against the definition: log softmax in double, rank = 1 + tokens with a higher
+// logit, top k by descending logit with ties to the lower id.
+TEST(TokenLogprobs, MatchLogSoftmaxRankAndTop) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -0.5f};
+  double sum = 0;
+  for (float l : logits)
+    sum += std::exp(static_cast<double>(l));
+  const TokenLogprobs r = token_logprobs(logits, 2, 3);
+  EXPECT_EQ(r.token, 2);
+  EXPECT_NEAR(r.logprob, 2.0 - std::log(sum), 1e-6);
+  EXPECT_EQ(r.rank, 3);
+  ASSERT_EQ(r.top.size(), 3u);
+  EXPECT_EQ(r.top[0].first, 1);
+  EXPECT_EQ(r.top[1].first, 3);
+  EXPECT_EQ(r.top[2].first, 2);
+  EXPECT_NEAR(r.top[0].second, 3.0 - std::log(sum), 1e-6);
+  EXPECT_EQ(token_logprobs(logits, 1, 0).rank, 1);
+  EXPECT_TRUE(token_logprobs(logits, 4, 0).top.empty());
+  EXPECT_EQ(token_logprobs(logits, 4, 0).rank, 5);
+  EXPECT_EQ(token_logprobs(logits, 0, 99).top.size(), logits.size());
+}
+
 std::vector<float> softmax(const std::vector<float>& x, float temp = 1.0f) {
   double max = -INFINITY;
   for (float v : x)
