@@ -24,6 +24,9 @@ namespace {
 
 using tensor::DType;
 
+// H is [cols, cols] doubles: 32768 columns are 8 GiB per matrix.
+constexpr uint64_t kMaxCalibratedCols = 32768;
+
 // What one matrix's inputs looked like over the calibration windows.
 struct InputStats {
   int64_t cols = 0;
@@ -343,6 +346,16 @@ Result<CalibrationResult> calibrate(std::shared_ptr<const format::GgufFile> in,
   for (size_t i = 0; i < in->tensors().size(); ++i) {
     const format::GgufTensorInfo& t = in->tensors()[i];
     if (!plans[i].quantize || t.n_dims != 2 || !kernels::can_dequantize(t.dtype)) continue;
+    if (!tensor::row_size_bytes(t.dtype, t.dims[0]).ok() ||
+        !tensor::row_size_bytes(plans[i].dtype, t.dims[0]).ok()) {
+      continue;  // build_quantized_model reports it
+    }
+    if (t.dims[0] > kMaxCalibratedCols) {
+      return invalid_argument(
+          "tensor '{}' has {} columns: its Hessian ({} GiB) is beyond the calibrated quantisers' "
+          "limit of {} columns",
+          t.name, t.dims[0], t.dims[0] * t.dims[0] * 8 >> 30, kMaxCalibratedCols);
+    }
     if (t.name == "output.weight") {
       stages.back().tensors.push_back(i);
       continue;
