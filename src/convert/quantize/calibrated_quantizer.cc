@@ -333,6 +333,11 @@ Result<CalibrationResult> calibrate(std::shared_ptr<const format::GgufFile> in,
     return invalid_argument("calibration window {} exceeds the model's context length {}",
                             options.n_ctx, config.context_length);
   }
+  if (options.n_ctx <= 0 || tokens.size() < static_cast<size_t>(options.n_ctx)) {
+    return invalid_argument(
+        "the calibration text has {} tokens, fewer than one calibration window of {}",
+        tokens.size(), options.n_ctx);
+  }
   PAGODA_ASSIGN_OR_RETURN(
       std::vector<diagnostics::PerplexityWindow> windows,
       diagnostics::plan_windows(static_cast<int64_t>(tokens.size()), options.n_ctx, 0));

@@ -123,7 +123,7 @@ TEST(CalibratedQuantize, RefusesBadOptions) {
     std::vector<std::string> extra;
     std::string message;
   };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {{"--method", "gptq"}, "--calibration"},
       {{"--method", "sparsegpt", "--calibration", calibration_text()}, "--method"},
       {{"--calibration", calibration_text()}, "--calibration"},
@@ -132,6 +132,9 @@ TEST(CalibratedQuantize, RefusesBadOptions) {
       {{"--method", "gptq", "--calibration", calibration_text(), "--calib-ctx", "4096"},
        "context length"},
   };
+  const std::string tiny = (scratch_dir() / "tiny.txt").string();
+  std::ofstream(tiny) << "Hi.";
+  cases.push_back({{"--method", "gptq", "--calibration", tiny}, "calibration window"});
   for (const Case& c : cases) {
     std::vector<std::string> args = {"quantize", demo_model(), out, "Q4_0"};
     args.insert(args.end(), c.extra.begin(), c.extra.end());
