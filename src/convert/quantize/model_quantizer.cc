@@ -33,7 +33,9 @@ const float* f16_table() {
   return table.data();
 }
 
-void to_f32(tensor::DType type, const uint8_t* src, float* dst, uint64_t n) {
+}  // namespace
+
+void tensor_row_to_f32(tensor::DType type, const uint8_t* src, float* dst, uint64_t n) {
   if (type == tensor::DType::kF16) {
     const float* table = f16_table();
     for (uint64_t i = 0; i < n; ++i) {
@@ -45,6 +47,8 @@ void to_f32(tensor::DType type, const uint8_t* src, float* dst, uint64_t n) {
   }
   kernels::dequantize_row(type, src, dst, static_cast<int64_t>(n));
 }
+
+namespace {
 
 struct SharedProgress {
   QuantizeProgressFn callback;
@@ -93,7 +97,7 @@ Status requantize_tensor(const format::GgufTensorInfo& t, tensor::DType out_type
       std::vector<float> weights(importance != nullptr ? static_cast<size_t>(nx) : 0);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < count; ++r) {
-        to_f32(t.dtype, src + static_cast<uint64_t>(r) * in_row, row.data(), nx);
+        tensor_row_to_f32(t.dtype, src + static_cast<uint64_t>(r) * in_row, row.data(), nx);
         bool finite = true;
         for (float v : row)
           finite &= std::isfinite(v);
@@ -144,14 +148,7 @@ MixModel mix_model_from_gguf(const format::GgufFile& in) {
   return m;
 }
 
-Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
-                                             const QuantizeOptions& options,
-                                             QuantizeProgressFn progress) {
-  using format::GgufWriteValue;
-  if (auto split = in.get_uint("split.count"); split.ok() && *split > 1) {
-    return unimplemented("{}: split GGUF files ({} parts) cannot be quantized yet", in.name(),
-                         *split);
-  }
+Result<std::vector<TensorPlan>> plan_types_for(const format::GgufFile& in, FileType type) {
   const MixModel model = mix_model_from_gguf(in);
   std::vector<MixTensor> descs;
   descs.reserve(in.tensors().size());
@@ -163,8 +160,19 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
     d.dtype = t.dtype;
     descs.push_back(d);
   }
+  return plan_tensor_types(model, type, descs);
+}
+
+Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
+                                             const QuantizeOptions& options,
+                                             QuantizeProgressFn progress) {
+  using format::GgufWriteValue;
+  if (auto split = in.get_uint("split.count"); split.ok() && *split > 1) {
+    return unimplemented("{}: split GGUF files ({} parts) cannot be quantized yet", in.name(),
+                         *split);
+  }
   QuantizedModel out;
-  PAGODA_ASSIGN_OR_RETURN(out.plans, plan_tensor_types(model, options.file_type, descs));
+  PAGODA_ASSIGN_OR_RETURN(out.plans, plan_types_for(in, options.file_type));
 
   for (const format::GgufKv& kv : in.metadata()) {
     if (kv.key.starts_with("split.")) continue;
@@ -184,6 +192,28 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
     std::vector<uint64_t> dims(t.dims, t.dims + t.n_dims);
     shared->in_bytes_total += t.size_bytes;
     out.in_bytes += t.size_bytes;
+    if (options.calibrated != nullptr) {
+      if (auto it = options.calibrated->find(t.name); it != options.calibrated->end()) {
+        std::shared_ptr<const CalibratedTensor> c = it->second;
+        const tensor::DType want = plan.quantize ? plan.dtype : t.dtype;
+        auto size = tensor::row_size_bytes(want, t.dims[0]);
+        if (c->dtype != want || !size.ok() ||
+            *size * (t.num_elements / t.dims[0]) != c->bytes.size()) {
+          return internal_error("calibrated tensor '{}' is {} ({} bytes), the plan wants {}",
+                                t.name, tensor::dtype_name(c->dtype), c->bytes.size(),
+                                tensor::dtype_name(want));
+        }
+        out.out_bytes += c->bytes.size();
+        ++out.num_calibrated;
+        out.writer.add_tensor(std::string(t.name), want, std::move(dims),
+                              [c, &t, i, shared](const format::GgufWriter::ByteSink& sink) {
+                                PAGODA_RETURN_IF_ERROR(sink(std::span<const uint8_t>(c->bytes)));
+                                shared->advance(i, t.name, t.size_bytes);
+                                return Status();
+                              });
+        continue;
+      }
+    }
     if (!plan.quantize) {
       out.out_bytes += t.size_bytes;
       out.writer.add_tensor(std::string(t.name), t.dtype, std::move(dims),

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "convert/quantize/calibrated_quantizer.h"
 #include "convert/quantize/quant_mix.h"
 #include "format/gguf_writer.h"
 
@@ -29,6 +30,10 @@ struct QuantizeOptions {
   // quantiser (weighted_quant.h: Q4_0, Q4_K, Q6_K) are encoded minimising the weighted error;
   // others (Q8_0, Q5_K, ...) are rounded to nearest, as llama.cpp does for Q8_0.
   const format::Imatrix* imatrix = nullptr;
+  // Tensors already encoded by a calibrated quantiser (calibrated_quantizer.h; must outlive the
+  // write): written as given instead of rounded. Each must have the plan's type (or, for a tensor
+  // the plan copies, its input type) and the tensor's byte size.
+  const CalibratedTensors* calibrated = nullptr;
 };
 
 struct QuantizeProgress {
@@ -46,6 +51,7 @@ struct QuantizedModel {
   uint64_t in_bytes = 0;          // tensor data in
   uint64_t out_bytes = 0;         // tensor data out (without padding)
   size_t num_weighted = 0;        // tensors encoded with imatrix weights
+  size_t num_calibrated = 0;      // tensors taken from options.calibrated
 };
 
 // Plans every tensor and builds the writer. Errors (before anything is written): a split file,
@@ -54,6 +60,13 @@ struct QuantizedModel {
 Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
                                              const QuantizeOptions& options,
                                              QuantizeProgressFn progress = nullptr);
+
+// dst[0..n) = one row of n elements of type (F16 by table, else kernels::dequantize_row).
+// precondition: kernels::can_dequantize(type) or type is F16.
+void tensor_row_to_f32(tensor::DType type, const uint8_t* src, float* dst, uint64_t n);
+
+// The mix's plan for every tensor of `in` (file order).
+Result<std::vector<TensorPlan>> plan_types_for(const format::GgufFile& in, FileType type);
 
 // What the mix rules need, read from `in`'s metadata (<arch>.block_count etc.).
 MixModel mix_model_from_gguf(const format::GgufFile& in);
