@@ -66,6 +66,7 @@ struct BenchOpts {
   std::string json_schema_file;
   std::string prompt_file;
   SpeculativeConfig speculative;
+  int32_t tensor_parallel_size = 1;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -92,6 +93,8 @@ int run_bench(const BenchOpts& o) {
   cfg.warm_up = !o.no_warmup;
   cfg.num_threads = o.threads;
   cfg.speculative = o.speculative;
+  cfg.tensor_parallel_size = o.tensor_parallel_size;
+  if (auto worker = run_as_parallel_worker(cfg)) return *worker;
   StructuredOutputs constraint;
   if (!o.json_schema_file.empty()) {
     std::ifstream in(o.json_schema_file, std::ios::binary);
@@ -344,6 +347,7 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
                 "Skip the engine's warm-up forward pass (measure a cold start)");
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
+  add_tensor_parallel_option(cmd, o->tensor_parallel_size);
   cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });
 }
 

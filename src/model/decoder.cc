@@ -3,14 +3,16 @@
 #include <cstring>
 #include <string>
 
+#include "backend/parallel/communicator.h"
 #include "base/log.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "kernels/team.h"
+#include "model/tensor_shard.h"
 
 namespace pagoda::model {
 namespace {
-enum Slot { kX = 0, kH, kOut, kFinal };
+enum Slot { kX = 0, kH, kOut, kFinal, kLogitShard, kLogitGather };
 
 std::string blk(int32_t i, const char* name) {
   return "blk." + std::to_string(i) + "." + name;
@@ -196,6 +198,63 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
   place_weights();
 }
 
+DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
+                           std::unique_ptr<TensorSource> source, backend::Backend& backend,
+                           TensorShard shard)
+    : DecoderModel(std::move(config), std::move(weights), std::move(source), backend) {
+  tp_ = backend.tensor_parallel();
+  shard_ = std::make_unique<TensorShard>(std::move(shard));
+  PAGODA_CHECK(tp_.comm != nullptr && tp_.size == shard_->size && tp_.rank == shard_->rank);
+}
+
+DecoderModel::~DecoderModel() = default;
+
+uint64_t DecoderModel::weight_bytes() const {
+  uint64_t n = weights_ ? weights_->size() : 0;
+  if (shard_) {
+    for (const auto& b : shard_->owned)
+      n += b.size();
+  }
+  return n;
+}
+
+void DecoderModel::all_reduce(float* data, int64_t n) {
+  if (tp_.size <= 1) return;
+  kernels::team_first([&] { tp_.comm->all_reduce_sum(data, static_cast<size_t>(n)); });
+}
+
+void DecoderModel::output_logits(const float* final_rows, int64_t R, float* logits) {
+  if (tp_.size <= 1) {
+    kernels::matmul(w_.output, final_rows, R, logits);
+    return;
+  }
+  // Each shard's rows of the vocabulary, padded to vocab_stride, gathered in rank order.
+  const int64_t stride = shard_->vocab_stride, count = shard_->vocab_count;
+  const int64_t vocab = config_.vocab_size;
+  float* mine = scratch_.get(kLogitShard, static_cast<size_t>(R * stride));
+  float* all = scratch_.get(kLogitGather, static_cast<size_t>(R * stride * tp_.size));
+  kernels::matmul(w_.output, final_rows, R, mine);
+  kernels::team_first([&] {
+    if (count < stride) {
+      // The shard's matmul wrote [R, count]: spread it to [R, stride] rows (last row first),
+      // padding with zeros.
+      for (int64_t r = R - 1; r >= 0; --r) {
+        std::memmove(mine + r * stride, mine + r * count, static_cast<size_t>(count) * 4);
+        std::memset(mine + r * stride + count, 0, static_cast<size_t>(stride - count) * 4);
+      }
+    }
+    tp_.comm->all_gather(mine, static_cast<size_t>(R * stride) * sizeof(float), all);
+    for (int32_t k = 0; k < tp_.size; ++k) {
+      const int64_t v0 = int64_t{k} * stride;
+      const int64_t n = std::min(stride, vocab - v0);
+      for (int64_t r = 0; n > 0 && r < R; ++r) {
+        std::memcpy(logits + r * vocab + v0, all + (int64_t{k} * R + r) * stride,
+                    static_cast<size_t>(n) * sizeof(float));
+      }
+    }
+  });
+}
+
 void DecoderModel::place_weights() {
   // Every matmul weight, in the order the forward pass reads them.
   std::vector<kernels::WeightView*> views;
@@ -236,6 +295,11 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   scratch_.reserve(kH, static_cast<size_t>(T * hidden));
   scratch_.reserve(kOut, static_cast<size_t>(T * hidden));
   scratch_.reserve(kFinal, static_cast<size_t>(R * hidden));
+  if (shard_) {
+    const auto stride = static_cast<size_t>(shard_->vocab_stride);
+    scratch_.reserve(kLogitShard, static_cast<size_t>(R) * stride);
+    scratch_.reserve(kLogitGather, static_cast<size_t>(R) * stride * static_cast<size_t>(tp_.size));
+  }
   if (c.mla()) {
     reserve_mla_scratch(c, T, scratch_);
   } else {
@@ -282,6 +346,7 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     } else {
       attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_);
     }
+    all_reduce(out, T * hidden);  // row-parallel wo: the shards' partial sums
     if (!L.post_attn_norm.empty()) {
       kernels::rms_norm(out, L.post_attn_norm.data(), T, hidden, c.rms_norm_eps, out);
     }
@@ -292,6 +357,7 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     } else {
       ffn_block(L.ffn, h, T, out, scratch_);
     }
+    all_reduce(out, T * hidden);  // row-parallel ffn_down
     if (!L.post_ffn_norm.empty()) {
       kernels::rms_norm(out, L.post_ffn_norm.data(), T, hidden, c.rms_norm_eps, out);
     }
@@ -307,7 +373,7 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     }
   });
   kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
-  kernels::matmul(w_.output, final_rows, R, logits);
+  output_logits(final_rows, R, logits);
   if (c.final_softcap > 0) kernels::softcap(logits, R * c.vocab_size, c.final_softcap);
 }
 

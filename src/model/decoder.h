@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/backend.h"
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
 #include "model/blocks/mla_attention_block.h"
@@ -43,10 +44,20 @@ struct DecoderWeights {
 // config.fused_gate_up, post_attention_norm / post_ffw_norm when config.post_norms.
 Result<DecoderWeights> bind_decoder_weights(const ModelConfig& config, const WeightBinder& binder);
 
+struct TensorShard;
+
 class DecoderModel final : public Model {
  public:
   DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
                backend::Backend& backend);
+  // One shard of a tensor-parallel model (model/tensor_shard.h): `config` is the shard's
+  // (heads, KV heads and ffn divided), `weights` narrowed to it; every forward pass sums the
+  // shards' attention and FFN outputs and gathers their logits over backend.tensor_parallel().
+  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
+               backend::Backend& backend, TensorShard shard);
+  ~DecoderModel() override;
+
+  uint64_t weight_bytes() const override;
 
  private:
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
@@ -58,6 +69,10 @@ class DecoderModel final : public Model {
   // Hands every matmul weight to the backend (Backend::place_weights), which copies it into its
   // memory, in the kernels' pre-packed layout where they have one.
   void place_weights();
+  // Under tensor parallelism: data[n] := the sum of every shard's data[n] (inside the team).
+  void all_reduce(float* data, int64_t n);
+  // The output head's logits [R, vocab]: this shard's vocabulary rows, all-gathered.
+  void output_logits(const float* final_rows, int64_t R, float* logits);
 
   DecoderWeights w_;
   std::unique_ptr<TensorSource> source_;            // keeps the weight memory alive
@@ -65,6 +80,8 @@ class DecoderModel final : public Model {
                                                     // into (null: the file mapping)
   kernels::RopeParams rope_;
   Scratch scratch_;
+  backend::TensorParallel tp_;
+  std::unique_ptr<TensorShard> shard_;  // null: the whole model
 };
 
 }  // namespace pagoda::model
