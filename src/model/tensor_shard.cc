@@ -51,6 +51,35 @@ Result<kernels::WeightView> columns_of(const kernels::WeightView& w, int64_t c0,
   return out;
 }
 
+// Rows [f0, f0 + n) of gate and up, those input columns of down.
+Status split_ffn(FfnWeights& f, int64_t f0, int64_t n, std::vector<std::vector<uint8_t>>& owned) {
+  f.gate = rows_of(f.gate, f0, n);
+  f.up = rows_of(f.up, f0, n);
+  PAGODA_ASSIGN_OR_RETURN(f.down, columns_of(f.down, f0, n, owned));
+  return Status();
+}
+
+// Expert parallelism: rank r keeps experts [r*E/n, (r+1)*E/n) whole (the others become empty
+// views, which moe_block skips and nothing loads); the router is replicated so every rank routes
+// every token alike; a shared expert is split like a dense FFN. The all-reduce after the block
+// adds up each token's experts from the ranks that hold them.
+Status shard_experts(const ModelConfig& local, int32_t rank, int32_t size, MoeWeights& moe,
+                     std::vector<std::vector<uint8_t>>& owned) {
+  const auto per_rank = static_cast<int64_t>(moe.experts.size()) / size;
+  for (int64_t e = 0; e < static_cast<int64_t>(moe.experts.size()); ++e) {
+    if (e / per_rank != rank) {
+      const FfnActivation act = moe.experts[static_cast<size_t>(e)].activation;
+      moe.experts[static_cast<size_t>(e)] = FfnWeights{};
+      moe.experts[static_cast<size_t>(e)].activation = act;
+    }
+  }
+  if (moe.shared) {
+    const int64_t n = local.shared_expert_ffn_dim;
+    PAGODA_RETURN_IF_ERROR(split_ffn(*moe.shared, int64_t{rank} * n, n, owned));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size) {
@@ -59,11 +88,27 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
   }
   ModelConfig c = full;
   if (size == 1) return c;
-  if (full.num_experts > 0) {
-    return unimplemented("tensor parallelism does not split MoE layers yet ({} experts)",
-                         full.num_experts);
-  }
   if (full.mla()) return unimplemented("tensor parallelism does not split MLA attention yet");
+  if (full.num_experts > 0) {
+    // Expert parallelism: whole experts by index, every layer a MoE layer.
+    for (int32_t i = 0; i < full.num_layers; ++i) {
+      if (!full.layer_has_experts(i)) {
+        return unimplemented("layer {} is dense in a MoE model: not split yet", i);
+      }
+    }
+    if (full.num_experts % size != 0) {
+      return invalid_argument("expert_count {} is not divisible by --tensor-parallel-size {}",
+                              full.num_experts, size);
+    }
+    if (full.shared_expert_ffn_dim % size != 0) {
+      return invalid_argument(
+          "expert_shared_feed_forward_length {} is not divisible by --tensor-parallel-size {}",
+          full.shared_expert_ffn_dim, size);
+    }
+  } else if (full.ffn_dim % size != 0) {
+    return invalid_argument("feed_forward_length {} is not divisible by --tensor-parallel-size {}",
+                            full.ffn_dim, size);
+  }
   if (full.num_kv_heads % size != 0) {
     return invalid_argument("num_kv_heads {} is not divisible by --tensor-parallel-size {}",
                             full.num_kv_heads, size);
@@ -72,17 +117,17 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
     return invalid_argument("num_heads {} is not divisible by --tensor-parallel-size {}",
                             full.num_heads, size);
   }
-  if (full.ffn_dim % size != 0) {
-    return invalid_argument("feed_forward_length {} is not divisible by --tensor-parallel-size {}",
-                            full.ffn_dim, size);
-  }
   if (full.vocab_size < size) {
     return invalid_argument("vocab_size {} is smaller than --tensor-parallel-size {}",
                             full.vocab_size, size);
   }
   c.num_heads = full.num_heads / size;
   c.num_kv_heads = full.num_kv_heads / size;
-  c.ffn_dim = full.ffn_dim / size;
+  if (full.num_experts > 0) {
+    c.shared_expert_ffn_dim = full.shared_expert_ffn_dim / size;
+  } else {
+    c.ffn_dim = full.ffn_dim / size;
+  }
   return c;
 }
 
@@ -112,9 +157,11 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
     a.bk = part_of(a.bk, k0, kn);
     a.bv = part_of(a.bv, k0, kn);
     PAGODA_ASSIGN_OR_RETURN(a.wo, columns_of(a.wo, q0, qn, shard.owned));
-    L.ffn.gate = rows_of(L.ffn.gate, f0, fn);
-    L.ffn.up = rows_of(L.ffn.up, f0, fn);
-    PAGODA_ASSIGN_OR_RETURN(L.ffn.down, columns_of(L.ffn.down, f0, fn, shard.owned));
+    if (L.moe) {
+      PAGODA_RETURN_IF_ERROR(shard_experts(local, rank, size, *L.moe, shard.owned));
+      continue;
+    }
+    PAGODA_RETURN_IF_ERROR(split_ffn(L.ffn, f0, fn, shard.owned));
   }
   w.output = rows_of(w.output, shard.vocab_begin, shard.vocab_count);
   return shard;

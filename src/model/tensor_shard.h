@@ -6,6 +6,8 @@
 // - FFN: rows [r*f/n, (r+1)*f/n) of gate and up (column-parallel) and those input columns of
 //   down (row-parallel, one all-reduce);
 // - output head: vocabulary rows [r*ceil(V/n), ...) (the logits are all-gathered);
+// - MoE layers (expert parallelism): whole experts by index, [r*E/n, (r+1)*E/n); the router
+//   replicated; a shared expert split like the FFN; the same all-reduce sums each token's experts;
 // - token embedding and norms: replicated (the embedding stays in the file mapping, where a
 //   rank touches only the rows of the tokens it looks up).
 // Row slices are views into the file mapping; column slices are copies of each row's byte range,
@@ -32,9 +34,10 @@ struct TensorShard {
 };
 
 // The config shard `rank` of `size` computes with: num_heads, num_kv_heads and ffn_dim divided
-// by size; everything else as `full`. invalid_argument (naming the dimension) when the model
-// cannot be split that way (heads, KV heads or ffn not divisible; MoE or MLA layers, which
-// tensor parallelism does not split yet).
+// by size (MoE models: the shared expert's width instead of ffn_dim); everything else as `full`.
+// invalid_argument (naming the dimension) when the model cannot be split that way (heads, KV
+// heads, ffn or experts not divisible); unimplemented for MLA and for MoE models with dense
+// layers.
 Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size);
 
 // Narrows `weights` (bound for `full`) to shard `rank` of `size` in place.

@@ -3,8 +3,8 @@
 // checked against llama.cpp by fidelity_test) and the same with the model split over both ranks;
 // rank 1 serves its shard for each tensor-parallel model rank 0 loads.
 //  1. logits: the prompt rows and the greedy continuation of the fixture prompts (p1, p2) for
-//     llama-Q8_0, qwen2-Q8_0 and llama-F16: every logit within 0.02 x the row's std of the
-//     single-process value, greedy tokens identical;
+//     llama-Q8_0, qwen2-Q8_0, llama-F16 and (experts split by index) moe-Q8_0: every logit within
+//     0.02 x the row's std of the single-process value, greedy tokens identical;
 //  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
 //     through pagoda::Engine with tensor_parallel_size 2: token-identical to
 //     tensor_parallel_size 1.
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     return finish_parallel(1, "tp_check needs 2 ranks");
   }
   kernels::set_num_threads(1);
-  const std::vector<std::string> models = {"llama-Q8_0", "qwen2-Q8_0", "llama-F16"};
+  const std::vector<std::string> models = {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0"};
   const std::string engine_model = dir + "/models/llama-Q8_0.gguf";
   if (parallel_rank() != 0) {
     // One shard per tensor-parallel model rank 0 loads, in the same order.
