@@ -51,10 +51,19 @@ void add_tensor_parallel_option(CLI::App* cmd, int32_t& tensor_parallel_size) {
       ->capture_default_str();
 }
 
+void add_pipeline_parallel_option(CLI::App* cmd, int32_t& pipeline_parallel_size) {
+  cmd->add_option("--pipeline-parallel-size", pipeline_parallel_size,
+                  "Split the layers into this many stages, one per rank of `mpirun -np N`")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+}
+
 std::optional<int> run_as_parallel_worker(const EngineConfig& config) {
-  if (parallel_size() > 1 && config.tensor_parallel_size != parallel_size()) {
+  if (parallel_size() > 1 &&
+      config.tensor_parallel_size * config.pipeline_parallel_size != parallel_size()) {
     return fail("this job has " + std::to_string(parallel_size()) +
-                " ranks: pass --tensor-parallel-size " + std::to_string(parallel_size()));
+                " ranks: pass --tensor-parallel-size " + std::to_string(parallel_size()) +
+                " (or --pipeline-parallel-size " + std::to_string(parallel_size()) + ")");
   }
   if (parallel_rank() == 0) return std::nullopt;
   Status s = run_parallel_worker(config);

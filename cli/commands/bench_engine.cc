@@ -67,6 +67,7 @@ struct BenchOpts {
   std::string prompt_file;
   SpeculativeConfig speculative;
   int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -94,6 +95,7 @@ int run_bench(const BenchOpts& o) {
   cfg.num_threads = o.threads;
   cfg.speculative = o.speculative;
   cfg.tensor_parallel_size = o.tensor_parallel_size;
+  cfg.pipeline_parallel_size = o.pipeline_parallel_size;
   if (auto worker = run_as_parallel_worker(cfg)) return *worker;
   StructuredOutputs constraint;
   if (!o.json_schema_file.empty()) {
@@ -348,6 +350,7 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
   add_tensor_parallel_option(cmd, o->tensor_parallel_size);
+  add_pipeline_parallel_option(cmd, o->pipeline_parallel_size);
   cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });
 }
 

@@ -19,7 +19,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
     std::string model, prompt, kv_cache_dtype = "f16";
     int32_t n_predict = 8, top = 64;
     bool flash_attn = false;
-    int32_t tensor_parallel_size = 1, threads = 0;
+    int32_t tensor_parallel_size = 1, pipeline_parallel_size = 1, threads = 0;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("logits", "Print prompt and greedy logits as JSON");
@@ -32,6 +32,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
                   "KV cache type: f16 | bf16 | q8_0 | f32");
   add_flash_attn_flag(cmd, opts->flash_attn);
   add_tensor_parallel_option(cmd, opts->tensor_parallel_size);
+  add_pipeline_parallel_option(cmd, opts->pipeline_parallel_size);
   cmd->add_option("-t,--threads", opts->threads, "Compute threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
   cmd->callback([opts, &action] {
@@ -41,13 +42,16 @@ void register_logits(CLI::App& app, CommandAction& action) {
       EngineConfig engine;
       engine.model_path = path;
       engine.tensor_parallel_size = opts->tensor_parallel_size;
+      engine.pipeline_parallel_size = opts->pipeline_parallel_size;
       engine.num_threads = opts->threads;
       if (auto worker = run_as_parallel_worker(engine)) return *worker;
-      if (Status s = check_tensor_parallel_size(opts->tensor_parallel_size); !s.ok()) {
+      if (Status s = check_parallel_sizes(opts->tensor_parallel_size, opts->pipeline_parallel_size);
+          !s.ok()) {
         return fail(s.message());
       }
       if (opts->threads > 0) kernels::set_num_threads(opts->threads);
-      auto loaded = loader::load_model(path, api::model_backend(opts->tensor_parallel_size));
+      auto loaded = loader::load_model(
+          path, api::model_backend(opts->tensor_parallel_size, opts->pipeline_parallel_size));
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());

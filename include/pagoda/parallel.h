@@ -19,6 +19,10 @@ int parallel_size();
 // tensor_parallel_size unless it is 1 (rank 0 alone holds a whole model) or parallel_size().
 Status check_tensor_parallel_size(int32_t tensor_parallel_size);
 
+// The same for a tensor x pipeline layout: pipeline_parallel_size 1, or parallel_size() with
+// tensor_parallel_size 1 (both above 1 is not implemented yet).
+Status check_parallel_sizes(int32_t tensor_parallel_size, int32_t pipeline_parallel_size);
+
 // On a rank other than 0: loads this rank's shard of config.model_path and runs every forward
 // pass rank 0 runs until rank 0's engine (or model) is destroyed. A load failure aborts the whole
 // job with the message (rank 0 cannot go on without this rank's shard).

@@ -13,10 +13,15 @@ namespace pagoda {
 
 namespace api {
 
-backend::Backend& model_backend(int32_t tensor_parallel_size) {
+backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size) {
+  using backend::parallel::ShardedBackend;
+  if (pipeline_parallel_size > 1) {
+    static ShardedBackend stages(backend::cpu_backend(), backend::parallel::world(),
+                                 ShardedBackend::Split::kPipeline);
+    return stages;
+  }
   if (tensor_parallel_size <= 1) return backend::cpu_backend();
-  static backend::parallel::ShardedBackend sharded(backend::cpu_backend(),
-                                                   backend::parallel::world());
+  static ShardedBackend sharded(backend::cpu_backend(), backend::parallel::world());
   return sharded;
 }
 
@@ -28,6 +33,20 @@ int parallel_rank() {
 
 int parallel_size() {
   return backend::parallel::world().size();
+}
+
+Status check_parallel_sizes(int32_t tp, int32_t pp) {
+  if (pp < 1) return invalid_argument("pipeline_parallel_size must be >= 1, got {}", pp);
+  if (pp > 1 && tp > 1) {
+    return unimplemented("tensor_parallel_size {} with pipeline_parallel_size {}: not yet", tp, pp);
+  }
+  if (pp > 1 && pp != parallel_size()) {
+    return invalid_argument(
+        "pipeline_parallel_size {} needs a job of {} ranks (mpirun -np {}), this one has {}", pp,
+        pp, pp, parallel_size());
+  }
+  if (pp > 1) return Status();
+  return check_tensor_parallel_size(tp);
 }
 
 Status check_tensor_parallel_size(int32_t tp) {
@@ -42,12 +61,14 @@ Status check_tensor_parallel_size(int32_t tp) {
 
 Status run_parallel_worker(const EngineConfig& config) {
   backend::parallel::Communicator& comm = backend::parallel::world();
-  if (Status s = check_tensor_parallel_size(config.tensor_parallel_size); !s.ok()) {
+  if (Status s = check_parallel_sizes(config.tensor_parallel_size, config.pipeline_parallel_size);
+      !s.ok()) {
     comm.abort(1, s.message());
   }
   if (config.num_threads > 0) kernels::set_num_threads(config.num_threads);
-  auto loaded =
-      loader::load_model(config.model_path, api::model_backend(config.tensor_parallel_size));
+  auto loaded = loader::load_model(
+      config.model_path,
+      api::model_backend(config.tensor_parallel_size, config.pipeline_parallel_size));
   if (!loaded.ok()) comm.abort(1, "cannot load my shard: " + loaded.status().message());
   return loaded->model->run_worker();
 }

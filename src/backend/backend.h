@@ -28,6 +28,14 @@ struct TensorParallel {
   int32_t size = 1;
 };
 
+// This process's stage of a pipeline-parallel model: layers split into `size` consecutive stages,
+// stage `stage` (= its rank in `comm`) holding one of them; activations go stage to stage.
+struct PipelineParallel {
+  parallel::Communicator* comm = nullptr;
+  int32_t stage = 0;
+  int32_t size = 1;
+};
+
 // Memory a backend owns: host pages for the CPU backend, device memory for an accelerator.
 class DeviceBuffer {
  public:
@@ -67,6 +75,8 @@ class Backend {
   // The tensor-parallel group a model built on this backend belongs to (backend/parallel/
   // sharded_backend.h); by default none: the model is whole.
   virtual TensorParallel tensor_parallel() const { return {}; }
+  // The pipeline stage a model built on this backend is (by default none: every layer).
+  virtual PipelineParallel pipeline_parallel() const { return {}; }
 };
 
 // The CPU backend (one per process: it drives the kernels' one thread team).

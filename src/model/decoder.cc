@@ -1,6 +1,8 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "backend/parallel/communicator.h"
@@ -207,6 +209,35 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
   PAGODA_CHECK(tp_.comm != nullptr && tp_.size == shard_->size && tp_.rank == shard_->rank);
 }
 
+DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
+                           std::unique_ptr<TensorSource> source, backend::Backend& backend,
+                           PipelineStage)
+    : DecoderModel(std::move(config), std::move(weights), std::move(source), backend) {
+  pp_ = backend.pipeline_parallel();
+  PAGODA_CHECK(pp_.comm != nullptr && pp_.size > 1);
+}
+
+Result<ModelConfig> stage_layers(const ModelConfig& full, int32_t stage, int32_t num_stages,
+                                 DecoderWeights& w) {
+  if (num_stages < 1 || stage < 0 || stage >= num_stages) {
+    return invalid_argument("pipeline stage {} of {} is out of range", stage, num_stages);
+  }
+  if (full.num_layers < num_stages) {
+    return invalid_argument("{} layers cannot fill --pipeline-parallel-size {} stages",
+                            full.num_layers, num_stages);
+  }
+  const int32_t base = full.num_layers / num_stages, extra = full.num_layers % num_stages;
+  const int32_t first = stage * base + std::min(stage, extra);
+  const int32_t count = base + (stage < extra ? 1 : 0);
+  std::vector<DecoderLayer> mine(std::make_move_iterator(w.layers.begin() + first),
+                                 std::make_move_iterator(w.layers.begin() + first + count));
+  w.layers = std::move(mine);
+  if (stage != num_stages - 1) w.output = kernels::WeightView{};  // (nothing loads it here)
+  ModelConfig c = full;
+  c.num_layers = count;
+  return c;
+}
+
 DecoderModel::~DecoderModel() = default;
 
 uint64_t DecoderModel::weight_bytes() const {
@@ -326,17 +357,25 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   float* h = scratch_.get(kH, static_cast<size_t>(T * hidden));
   float* out = scratch_.get(kOut, static_cast<size_t>(T * hidden));
 
-  kernels::team_first([&] {
-    for (int64_t t = 0; t < T; ++t) {
-      kernels::dequantize_row(w_.token_embd.dtype,
-                              w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
-                              x + t * hidden, hidden);
-    }
-    if (c.embedding_scale != 1.0f) {
-      for (int64_t i = 0; i < T * hidden; ++i)
-        x[i] *= c.embedding_scale;
-    }
-  });
+  // Pipeline stages: the hidden states travel stage to stage; the logits from the last to stage 0.
+  constexpr int kTagHidden = 1, kTagLogits = 2;
+  const bool first_stage = pp_.stage == 0, last_stage = pp_.stage == pp_.size - 1;
+  const auto hidden_bytes = static_cast<size_t>(T * hidden) * sizeof(float);
+  if (!first_stage) {
+    kernels::team_first([&] { pp_.comm->recv(x, hidden_bytes, pp_.stage - 1, kTagHidden); });
+  }
+  if (first_stage)
+    kernels::team_first([&] {
+      for (int64_t t = 0; t < T; ++t) {
+        kernels::dequantize_row(w_.token_embd.dtype,
+                                w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
+                                x + t * hidden, hidden);
+      }
+      if (c.embedding_scale != 1.0f) {
+        for (int64_t i = 0; i < T * hidden; ++i)
+          x[i] *= c.embedding_scale;
+      }
+    });
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
     kernels::rms_norm(x, L.attn_norm.data(), T, hidden, c.rms_norm_eps, h);
@@ -364,6 +403,14 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     kernels::add_inplace(x, out, T * hidden);
   }
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
+  const auto logit_bytes = static_cast<size_t>(R * c.vocab_size) * sizeof(float);
+  if (!last_stage) {
+    kernels::team_first([&] { pp_.comm->send(x, hidden_bytes, pp_.stage + 1, kTagHidden); });
+    if (first_stage && R > 0) {
+      kernels::team_first([&] { pp_.comm->recv(logits, logit_bytes, pp_.size - 1, kTagLogits); });
+    }
+    return;
+  }
   if (R == 0) return;
   float* final_rows = scratch_.get(kFinal, static_cast<size_t>(R * hidden));
   kernels::team_first([&] {
@@ -375,6 +422,9 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
   output_logits(final_rows, R, logits);
   if (c.final_softcap > 0) kernels::softcap(logits, R * c.vocab_size, c.final_softcap);
+  if (pp_.size > 1) {
+    kernels::team_first([&] { pp_.comm->send(logits, logit_bytes, 0, kTagLogits); });
+  }
 }
 
 }  // namespace pagoda::model

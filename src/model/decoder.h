@@ -46,6 +46,16 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& config, const Wei
 
 struct TensorShard;
 
+// Selects DecoderModel's pipeline-stage constructor (which stage: backend().pipeline_parallel()).
+struct PipelineStage {};
+
+// Keeps only `stage`'s layers of `weights` (layers split into `num_stages` consecutive runs, the
+// first stages taking one more when they do not divide) and the output head only on the last
+// stage. Returns the stage's config (num_layers = its layer count, so its KV cache holds only
+// its layers). invalid_argument when there are more stages than layers.
+Result<ModelConfig> stage_layers(const ModelConfig& full, int32_t stage, int32_t num_stages,
+                                 DecoderWeights& weights);
+
 class DecoderModel final : public Model {
  public:
   DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
@@ -55,6 +65,11 @@ class DecoderModel final : public Model {
   // shards' attention and FFN outputs and gathers their logits over backend.tensor_parallel().
   DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
                backend::Backend& backend, TensorShard shard);
+  // One stage of a pipeline-parallel model (stage_layers): the first stage embeds, the others
+  // receive the previous stage's hidden states; the last computes the logits and sends them to
+  // stage 0.
+  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
+               backend::Backend& backend, PipelineStage stage);
   ~DecoderModel() override;
 
   uint64_t weight_bytes() const override;
@@ -81,6 +96,7 @@ class DecoderModel final : public Model {
   kernels::RopeParams rope_;
   Scratch scratch_;
   backend::TensorParallel tp_;
+  backend::PipelineParallel pp_;
   std::unique_ptr<TensorShard> shard_;  // null: the whole model
 };
 

@@ -9,6 +9,14 @@
 namespace pagoda::model {
 namespace {
 
+// The ranks a model is split across (tensor or pipeline parallelism); size 1: not split.
+backend::TensorParallel peers(const backend::Backend& backend) {
+  const backend::TensorParallel tp = backend.tensor_parallel();
+  if (tp.size > 1) return tp;
+  const backend::PipelineParallel pp = backend.pipeline_parallel();
+  return backend::TensorParallel{pp.comm, pp.stage, pp.size};
+}
+
 void send_step(const backend::TensorParallel& tp, const std::vector<uint8_t>& bytes) {
   uint64_t n = bytes.size();
   tp.comm->broadcast(&n, sizeof(n), 0);
@@ -18,14 +26,14 @@ void send_step(const backend::TensorParallel& tp, const std::vector<uint8_t>& by
 }  // namespace
 
 Model::~Model() {
-  const backend::TensorParallel tp = backend_.tensor_parallel();
+  const backend::TensorParallel tp = peers(backend_);
   if (tp.size > 1 && tp.rank == 0) send_step(tp, encode_step(StepOp::kShutdown, {}, {}));
 }
 
 Status Model::run_worker() {
-  const backend::TensorParallel tp = backend_.tensor_parallel();
+  const backend::TensorParallel tp = peers(backend_);
   if (tp.size <= 1 || tp.rank == 0) {
-    return failed_precondition("run_worker runs on tensor-parallel ranks other than 0");
+    return failed_precondition("run_worker runs on tensor/pipeline-parallel ranks other than 0");
   }
   backend::parallel::Communicator& comm = *tp.comm;
   std::unordered_map<uint64_t, backend::KvStorage> caches;
@@ -124,7 +132,7 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
       return invalid_argument("logit row {} is outside the batch", r);
     }
   }
-  const backend::TensorParallel tp = backend_.tensor_parallel();
+  const backend::TensorParallel tp = peers(backend_);
   if (tp.size > 1 && tp.rank == 0 && (n > 0 || !batch.block_copies.empty())) {
     const kernels::KvLayerView& kv = kv_layers[0];
     const KvCacheShape shape{reinterpret_cast<uint64_t>(kv.k), kv.num_blocks, kv.block_size,

@@ -12,8 +12,13 @@ namespace pagoda::backend::parallel {
 
 class ShardedBackend final : public Backend {
  public:
+  enum class Split {
+    kTensor,    // every layer's matrices split (tensor_parallel())
+    kPipeline,  // the layers split into stages (pipeline_parallel())
+  };
   // Rank comm.rank() of comm.size() shards. `device` and `comm` must outlive this.
-  ShardedBackend(Backend& device, Communicator& comm) : device_(device), comm_(comm) {}
+  ShardedBackend(Backend& device, Communicator& comm, Split split = Split::kTensor)
+      : device_(device), comm_(comm), split_(split) {}
 
   std::string_view name() const override { return device_.name(); }
   Result<std::unique_ptr<DeviceBuffer>> allocate(uint64_t bytes, MemoryKind kind) override {
@@ -28,12 +33,18 @@ class ShardedBackend final : public Backend {
   }
   void execute(const std::function<void()>& pass) override { device_.execute(pass); }
   TensorParallel tensor_parallel() const override {
+    if (split_ != Split::kTensor) return {};
     return TensorParallel{&comm_, comm_.rank(), comm_.size()};
+  }
+  PipelineParallel pipeline_parallel() const override {
+    if (split_ != Split::kPipeline) return {};
+    return PipelineParallel{&comm_, comm_.rank(), comm_.size()};
   }
 
  private:
   Backend& device_;
   Communicator& comm_;
+  Split split_;
 };
 
 }  // namespace pagoda::backend::parallel

@@ -45,11 +45,12 @@ std::string prompt_of(const std::string& p) {
   return "def fibonacci(n):\n    return";
 }
 
-// Rank 0: single-process vs tensor-parallel logits for one model.
-void compare_logits(const std::string& dir, const std::string& name) {
+// Rank 0: single-process vs tensor-parallel (or pipeline-parallel) logits for one model.
+void compare_logits(const std::string& dir, const std::string& name, bool pipeline) {
   const std::string path = dir + "/models/" + name + ".gguf";
   auto whole = loader::load_model(path);
-  auto split = loader::load_model(path, api::model_backend(2));
+  auto split =
+      loader::load_model(path, pipeline ? api::model_backend(1, 2) : api::model_backend(2));
   if (!whole.ok() || !split.ok()) {
     check(false, name + ": load: " + (whole.ok() ? split : whole).status().message());
     return;
@@ -79,11 +80,12 @@ void compare_logits(const std::string& dir, const std::string& name) {
       }
     }
     char buf[160];
-    std::snprintf(buf, sizeof(buf), "%s %s: %zu rows, max |tp2 - tp1| = %.2e x std (limit 0.02)",
-                  name.c_str(), p, rows, worst);
+    std::snprintf(buf, sizeof(buf),
+                  "%s %s %s: %zu rows, max |split - whole| = %.2e x std (limit 0.02)",
+                  pipeline ? "PP=2" : "TP=2", name.c_str(), p, rows, worst);
     check(rows > 0 && a->rows.size() == b->rows.size() && worst <= 0.02, buf);
     check(a->greedy_tokens == b->greedy_tokens && !a->greedy_tokens.empty(),
-          name + " " + p + ": greedy tokens identical");
+          std::string(pipeline ? "PP=2 " : "TP=2 ") + name + " " + p + ": greedy tokens identical");
   }
 }
 
@@ -163,6 +165,8 @@ int main(int argc, char** argv) {
   kernels::set_num_threads(1);
   const std::vector<std::string> models = {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0"};
   const std::string engine_model = dir + "/models/llama-Q8_0.gguf";
+  // Pipeline parallelism: 2 stages of one layer each.
+  const std::vector<std::string> pipeline_models = {"llama-Q8_0", "qwen2-Q8_0", "moe-Q8_0"};
   if (parallel_rank() != 0) {
     // One shard per tensor-parallel model rank 0 loads, in the same order.
     for (const std::string& name : models) {
@@ -171,10 +175,16 @@ int main(int argc, char** argv) {
     }
     Status s = run_parallel_worker(engine_config(engine_model, 2));
     if (!s.ok()) return finish_parallel(1, s.message());
+    for (const std::string& name : pipeline_models) {
+      EngineConfig c = engine_config(dir + "/models/" + name + ".gguf", 1);
+      c.pipeline_parallel_size = 2;
+      s = run_parallel_worker(c);
+      if (!s.ok()) return finish_parallel(1, s.message());
+    }
     return finish_parallel(0);
   }
   for (const std::string& name : models)
-    compare_logits(dir, name);
+    compare_logits(dir, name, false);
   const Tokens whole = run_engine(engine_model, 1);
   const Tokens split = run_engine(engine_model, 2);
   size_t same = 0;
@@ -185,6 +195,8 @@ int main(int argc, char** argv) {
   check(whole.size() == 20 && split.size() == whole.size() && same == whole.size(),
         "engine: " + std::to_string(same) + " of " + std::to_string(whole.size()) +
             " samples token-identical at tensor_parallel_size 2");
+  for (const std::string& name : pipeline_models)
+    compare_logits(dir, name, true);
   std::printf("%d failure(s)\n", failures);
   return finish_parallel(failures == 0 ? 0 : 1, "tp_check failed");
 }
