@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "pagoda/engine.h"
@@ -28,5 +29,15 @@ void add_flash_attn_flag(CLI::App* cmd, bool& flash_attention);
 // Speculative decoding: --speculative-ngram, --ngram-min/max, --num-speculative-tokens,
 // --speculative-disable-batch-tokens, --no-speculative-adaptive (EngineConfig::speculative).
 void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec);
+
+// `--tensor-parallel-size N`: split the model across the N ranks of `mpirun -np N pagoda ...`
+// (pagoda/parallel.h).
+void add_tensor_parallel_option(CLI::App* cmd, int32_t& tensor_parallel_size);
+// `--pipeline-parallel-size N`: the layers in N stages, one per rank.
+void add_pipeline_parallel_option(CLI::App* cmd, int32_t& pipeline_parallel_size);
+
+// On a rank other than 0 of an mpirun job: runs this rank's shard of `config`'s model as a
+// worker and returns the exit code; on rank 0 (or outside a job): nullopt, go on as the engine.
+std::optional<int> run_as_parallel_worker(const EngineConfig& config);
 
 }  // namespace pagoda::cli

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "cli/command.h"
 #include "cli/commands/commands.h"
+#include "pagoda/parallel.h"
 
 namespace pagoda::cli {
 
@@ -41,6 +42,33 @@ void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec) {
   cmd->add_flag_callback(
       "--no-speculative-adaptive", [&spec] { spec.adaptive = false; },
       "Always draft --num-speculative-tokens (default: k per request from its acceptance)");
+}
+
+void add_tensor_parallel_option(CLI::App* cmd, int32_t& tensor_parallel_size) {
+  cmd->add_option("--tensor-parallel-size", tensor_parallel_size,
+                  "Split the model across this many ranks of `mpirun -np N` (tensor parallelism)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+}
+
+void add_pipeline_parallel_option(CLI::App* cmd, int32_t& pipeline_parallel_size) {
+  cmd->add_option("--pipeline-parallel-size", pipeline_parallel_size,
+                  "Split the layers into this many stages, one per rank of `mpirun -np N`")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+}
+
+std::optional<int> run_as_parallel_worker(const EngineConfig& config) {
+  if (parallel_size() > 1 &&
+      config.tensor_parallel_size * config.pipeline_parallel_size != parallel_size()) {
+    return fail("this job has " + std::to_string(parallel_size()) +
+                " ranks: pass --tensor-parallel-size " + std::to_string(parallel_size()) +
+                " (or --pipeline-parallel-size " + std::to_string(parallel_size()) + ")");
+  }
+  if (parallel_rank() == 0) return std::nullopt;
+  Status s = run_parallel_worker(config);
+  if (!s.ok()) return fail(s.message());
+  return 0;
 }
 
 std::string default_model_path() {
@@ -81,9 +109,12 @@ int main(int argc, char** argv) {
     return fail(e.what());
   }
   if (!action) return fail("no command given (see pagoda --help)");
+  int code = 0;
   try {
-    return action();
+    code = action();
   } catch (const std::exception& e) {
-    return fail(e.what());
+    code = fail(e.what());
   }
+  // Under mpirun: a failed rank ends the whole job, a finished one leaves MPI cleanly.
+  return pagoda::finish_parallel(code);
 }

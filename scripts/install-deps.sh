@@ -10,6 +10,7 @@ BUILD_PKGS=(
   libhwy-dev libdnnl-dev ocl-icd-opencl-dev
   libboost1.81-dev prometheus-cpp-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
 )
 TEST_PKGS=(
   clang-14 libclang-rt-14-dev clang-format-14 g++-aarch64-linux-gnu qemu-user-static

@@ -68,6 +68,8 @@ struct BenchOpts {
   std::string prompt_file;
   SpeculativeConfig speculative;
   LoraOptions lora;  // with adapters, request i runs adapter i % (number of adapters)
+  int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -95,6 +97,9 @@ int run_bench(const BenchOpts& o) {
   cfg.num_threads = o.threads;
   cfg.speculative = o.speculative;
   if (const std::string err = apply_lora_options(o.lora, cfg); !err.empty()) return fail(err);
+  cfg.tensor_parallel_size = o.tensor_parallel_size;
+  cfg.pipeline_parallel_size = o.pipeline_parallel_size;
+  if (auto worker = run_as_parallel_worker(cfg)) return *worker;
   StructuredOutputs constraint;
   if (!o.json_schema_file.empty()) {
     std::ifstream in(o.json_schema_file, std::ios::binary);
@@ -352,6 +357,8 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   add_lora_options(cmd, o->lora);
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
+  add_tensor_parallel_option(cmd, o->tensor_parallel_size);
+  add_pipeline_parallel_option(cmd, o->pipeline_parallel_size);
   cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });
 }
 

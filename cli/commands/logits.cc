@@ -5,9 +5,12 @@
 #include <cstdio>
 
 #include "api/kv_cache_sizing.h"
+#include "api/parallel_backend.h"
 #include "cli/commands/commands.h"
 #include "diagnostics/logit_trace.h"
+#include "kernels/isa.h"
 #include "loader/model_loader.h"
+#include "pagoda/parallel.h"
 
 namespace pagoda::cli {
 
@@ -16,6 +19,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
     std::string model, prompt, kv_cache_dtype = "f16";
     int32_t n_predict = 8, top = 64;
     bool flash_attn = false;
+    int32_t tensor_parallel_size = 1, pipeline_parallel_size = 1, threads = 0;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("logits", "Print prompt and greedy logits as JSON");
@@ -27,11 +31,27 @@ void register_logits(CLI::App& app, CommandAction& action) {
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f16 | bf16 | q8_0 | f32");
   add_flash_attn_flag(cmd, opts->flash_attn);
+  add_tensor_parallel_option(cmd, opts->tensor_parallel_size);
+  add_pipeline_parallel_option(cmd, opts->pipeline_parallel_size);
+  cmd->add_option("-t,--threads", opts->threads, "Compute threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
   cmd->callback([opts, &action] {
     action = [opts] {
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
-      auto loaded = loader::load_model(path);
+      EngineConfig engine;
+      engine.model_path = path;
+      engine.tensor_parallel_size = opts->tensor_parallel_size;
+      engine.pipeline_parallel_size = opts->pipeline_parallel_size;
+      engine.num_threads = opts->threads;
+      if (auto worker = run_as_parallel_worker(engine)) return *worker;
+      if (Status s = check_parallel_sizes(opts->tensor_parallel_size, opts->pipeline_parallel_size);
+          !s.ok()) {
+        return fail(s.message());
+      }
+      if (opts->threads > 0) kernels::set_num_threads(opts->threads);
+      auto loaded = loader::load_model(
+          path, api::model_backend(opts->tensor_parallel_size, opts->pipeline_parallel_size));
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());

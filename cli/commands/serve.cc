@@ -217,6 +217,7 @@ int run_serve(ServeOpts o) {
   const std::string model_name = ec.served_model_name.empty()
                                      ? std::filesystem::path(ec.model_path).stem().string()
                                      : ec.served_model_name;
+  if (auto worker = run_as_parallel_worker(ec)) return *worker;
   server::HttpServer srv(sc, model_name, [ec] { return Engine::create(ec); });
   srv.handle_signals();
   if (Status st = srv.start(); !st.ok()) return fail(st.message());
@@ -271,6 +272,8 @@ void register_serve(CLI::App& app, CommandAction& action) {
                 "Skip the warm-up forward pass at startup (the first requests pay its costs)");
   cmd->add_option("--scheduling-policy", o.engine.scheduling_policy, "fcfs | priority")
       ->capture_default_str();
+  add_tensor_parallel_option(cmd, o.engine.tensor_parallel_size);
+  add_pipeline_parallel_option(cmd, o.engine.pipeline_parallel_size);
   cmd->add_option("-t,--threads", o.engine.num_threads, "Compute threads (0: all cores)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();

@@ -66,6 +66,12 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   int32_t num_threads = 0;  // 0: all cores
+  // Ranks the model is split across by tensor parallelism (pagoda/parallel.h): 1, or the size of
+  // the mpirun job this process is rank 0 of (the other ranks call run_parallel_worker).
+  int32_t tensor_parallel_size = 1;
+  // Consecutive stages the layers are split into (pipeline parallelism), one per rank of the job;
+  // 1: none. Not combined with tensor_parallel_size yet.
+  int32_t pipeline_parallel_size = 1;
   // One dummy forward pass of the largest step before the first request (see
   // ModelRunner::warm_up), so the first requests' TTFT carries no one-time costs.
   bool warm_up = true;

@@ -6,16 +6,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "api/kv_cache_sizing.h"
+#include "api/parallel_backend.h"
 #include "base/log.h"
 #include "engine/engine_core.h"
 #include "kernels/isa.h"
 #include "loader/lora_loader.h"
 #include "loader/model_loader.h"
+#include "pagoda/parallel.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "structured/grammar_cache.h"
@@ -186,10 +189,19 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     // Validate the fraction before the (slow) model load.
     PAGODA_RETURN_IF_ERROR(api::kv_cache_budget(0, config.kv_cache_fraction, 1).take_status());
   }
+  PAGODA_RETURN_IF_ERROR(
+      check_parallel_sizes(config.tensor_parallel_size, config.pipeline_parallel_size));
+  if (parallel_rank() != 0) {
+    return failed_precondition(
+        "rank {} of the job is a worker (run_parallel_worker), not an engine", parallel_rank());
+  }
   if (config.num_threads > 0) kernels::set_num_threads(config.num_threads);
 
   std::unique_ptr<EngineImpl> e(new EngineImpl());
-  PAGODA_ASSIGN_OR_RETURN(e->loaded_, loader::load_model(config.model_path));
+  PAGODA_ASSIGN_OR_RETURN(
+      e->loaded_,
+      loader::load_model(config.model_path, api::model_backend(config.tensor_parallel_size,
+                                                               config.pipeline_parallel_size)));
   const model::ModelConfig& mc = e->loaded_.model->config();
   const tokenizer::Tokenizer& tok = *e->loaded_.tokenizer;
 
@@ -268,6 +280,11 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
                   static_cast<double>(block_bytes) * static_cast<double>(num_blocks) / (1 << 20),
                   tensor::dtype_name(kv_dtype),
                   capped ? " (capped at max_num_seqs x max_model_len)" : "");
+  if (parallel_size() > 1) {
+    std::fprintf(stderr, "pagoda: rank 0/%d: %.1f MiB of weights, %.1f MiB of KV cache\n",
+                 parallel_size(), static_cast<double>(e->loaded_.model->weight_bytes()) / (1 << 20),
+                 static_cast<double>(runner->storage().total_bytes()) / (1 << 20));
+  }
 
   engine::EngineCoreConfig cc;
   cc.scheduler.max_num_seqs = config.max_num_seqs;

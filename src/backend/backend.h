@@ -16,6 +16,26 @@
 
 namespace pagoda::backend {
 
+namespace parallel {
+class Communicator;
+}
+
+// This process's part of a tensor-parallel model: rank `rank` of `size` ranks joined by `comm`
+// (backend/parallel). size 1: the whole model (comm may be null).
+struct TensorParallel {
+  parallel::Communicator* comm = nullptr;
+  int32_t rank = 0;
+  int32_t size = 1;
+};
+
+// This process's stage of a pipeline-parallel model: layers split into `size` consecutive stages,
+// stage `stage` (= its rank in `comm`) holding one of them; activations go stage to stage.
+struct PipelineParallel {
+  parallel::Communicator* comm = nullptr;
+  int32_t stage = 0;
+  int32_t size = 1;
+};
+
 // Memory a backend owns: host pages for the CPU backend, device memory for an accelerator.
 class DeviceBuffer {
  public:
@@ -51,6 +71,12 @@ class Backend {
   // backend runs it on every thread of the kernels' team, each op splitting its work across
   // them (kernels/team.h), with no fork/join between ops.
   virtual void execute(const std::function<void()>& pass) = 0;
+
+  // The tensor-parallel group a model built on this backend belongs to (backend/parallel/
+  // sharded_backend.h); by default none: the model is whole.
+  virtual TensorParallel tensor_parallel() const { return {}; }
+  // The pipeline stage a model built on this backend is (by default none: every layer).
+  virtual PipelineParallel pipeline_parallel() const { return {}; }
 };
 
 // The CPU backend (one per process: it drives the kernels' one thread team).

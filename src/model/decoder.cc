@@ -2,16 +2,19 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 
+#include "backend/parallel/communicator.h"
 #include "base/log.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "kernels/team.h"
+#include "model/tensor_shard.h"
 
 namespace pagoda::model {
 namespace {
-enum Slot { kX = 0, kH, kOut, kFinal };
+enum Slot { kX = 0, kH, kOut, kFinal, kLogitShard, kLogitGather };
 
 std::string blk(int32_t i, const char* name) {
   return "blk." + std::to_string(i) + "." + name;
@@ -197,6 +200,92 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
   place_weights();
 }
 
+DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
+                           std::unique_ptr<TensorSource> source, backend::Backend& backend,
+                           TensorShard shard)
+    : DecoderModel(std::move(config), std::move(weights), std::move(source), backend) {
+  tp_ = backend.tensor_parallel();
+  shard_ = std::make_unique<TensorShard>(std::move(shard));
+  PAGODA_CHECK(tp_.comm != nullptr && tp_.size == shard_->size && tp_.rank == shard_->rank);
+}
+
+DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
+                           std::unique_ptr<TensorSource> source, backend::Backend& backend,
+                           PipelineStage)
+    : DecoderModel(std::move(config), std::move(weights), std::move(source), backend) {
+  pp_ = backend.pipeline_parallel();
+  PAGODA_CHECK(pp_.comm != nullptr && pp_.size > 1);
+}
+
+Result<ModelConfig> stage_layers(const ModelConfig& full, int32_t stage, int32_t num_stages,
+                                 DecoderWeights& w) {
+  if (num_stages < 1 || stage < 0 || stage >= num_stages) {
+    return invalid_argument("pipeline stage {} of {} is out of range", stage, num_stages);
+  }
+  if (full.num_layers < num_stages) {
+    return invalid_argument("{} layers cannot fill --pipeline-parallel-size {} stages",
+                            full.num_layers, num_stages);
+  }
+  const int32_t base = full.num_layers / num_stages, extra = full.num_layers % num_stages;
+  const int32_t first = stage * base + std::min(stage, extra);
+  const int32_t count = base + (stage < extra ? 1 : 0);
+  std::vector<DecoderLayer> mine(std::make_move_iterator(w.layers.begin() + first),
+                                 std::make_move_iterator(w.layers.begin() + first + count));
+  w.layers = std::move(mine);
+  if (stage != num_stages - 1) w.output = kernels::WeightView{};  // (nothing loads it here)
+  ModelConfig c = full;
+  c.num_layers = count;
+  return c;
+}
+
+DecoderModel::~DecoderModel() = default;
+
+uint64_t DecoderModel::weight_bytes() const {
+  uint64_t n = weights_ ? weights_->size() : 0;
+  if (shard_) {
+    for (const auto& b : shard_->owned)
+      n += b.size();
+  }
+  return n;
+}
+
+void DecoderModel::all_reduce(float* data, int64_t n) {
+  if (tp_.size <= 1) return;
+  kernels::team_first([&] { tp_.comm->all_reduce_sum(data, static_cast<size_t>(n)); });
+}
+
+void DecoderModel::output_logits(const float* final_rows, int64_t R, float* logits) {
+  if (tp_.size <= 1) {
+    kernels::matmul(w_.output, final_rows, R, logits);
+    return;
+  }
+  // Each shard's rows of the vocabulary, padded to vocab_stride, gathered in rank order.
+  const int64_t stride = shard_->vocab_stride, count = shard_->vocab_count;
+  const int64_t vocab = config_.vocab_size;
+  float* mine = scratch_.get(kLogitShard, static_cast<size_t>(R * stride));
+  float* all = scratch_.get(kLogitGather, static_cast<size_t>(R * stride * tp_.size));
+  kernels::matmul(w_.output, final_rows, R, mine);
+  kernels::team_first([&] {
+    if (count < stride) {
+      // The shard's matmul wrote [R, count]: spread it to [R, stride] rows (last row first),
+      // padding with zeros.
+      for (int64_t r = R - 1; r >= 0; --r) {
+        std::memmove(mine + r * stride, mine + r * count, static_cast<size_t>(count) * 4);
+        std::memset(mine + r * stride + count, 0, static_cast<size_t>(stride - count) * 4);
+      }
+    }
+    tp_.comm->all_gather(mine, static_cast<size_t>(R * stride) * sizeof(float), all);
+    for (int32_t k = 0; k < tp_.size; ++k) {
+      const int64_t v0 = int64_t{k} * stride;
+      const int64_t n = std::min(stride, vocab - v0);
+      for (int64_t r = 0; n > 0 && r < R; ++r) {
+        std::memcpy(logits + r * vocab + v0, all + (int64_t{k} * R + r) * stride,
+                    static_cast<size_t>(n) * sizeof(float));
+      }
+    }
+  });
+}
+
 void DecoderModel::place_weights() {
   // Every matmul weight, in the order the forward pass reads them.
   std::vector<kernels::WeightView*> views;
@@ -237,6 +326,11 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   scratch_.reserve(kH, static_cast<size_t>(T * hidden));
   scratch_.reserve(kOut, static_cast<size_t>(T * hidden));
   scratch_.reserve(kFinal, static_cast<size_t>(R * hidden));
+  if (shard_) {
+    const auto stride = static_cast<size_t>(shard_->vocab_stride);
+    scratch_.reserve(kLogitShard, static_cast<size_t>(R) * stride);
+    scratch_.reserve(kLogitGather, static_cast<size_t>(R) * stride * static_cast<size_t>(tp_.size));
+  }
   if (c.mla()) {
     reserve_mla_scratch(c, T, scratch_);
   } else {
@@ -265,17 +359,25 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   float* h = scratch_.get(kH, static_cast<size_t>(T * hidden));
   float* out = scratch_.get(kOut, static_cast<size_t>(T * hidden));
 
-  kernels::team_first([&] {
-    for (int64_t t = 0; t < T; ++t) {
-      kernels::dequantize_row(w_.token_embd.dtype,
-                              w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
-                              x + t * hidden, hidden);
-    }
-    if (c.embedding_scale != 1.0f) {
-      for (int64_t i = 0; i < T * hidden; ++i)
-        x[i] *= c.embedding_scale;
-    }
-  });
+  // Pipeline stages: the hidden states travel stage to stage; the logits from the last to stage 0.
+  constexpr int kTagHidden = 1, kTagLogits = 2;
+  const bool first_stage = pp_.stage == 0, last_stage = pp_.stage == pp_.size - 1;
+  const auto hidden_bytes = static_cast<size_t>(T * hidden) * sizeof(float);
+  if (!first_stage) {
+    kernels::team_first([&] { pp_.comm->recv(x, hidden_bytes, pp_.stage - 1, kTagHidden); });
+  }
+  if (first_stage)
+    kernels::team_first([&] {
+      for (int64_t t = 0; t < T; ++t) {
+        kernels::dequantize_row(w_.token_embd.dtype,
+                                w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
+                                x + t * hidden, hidden);
+      }
+      if (c.embedding_scale != 1.0f) {
+        for (int64_t i = 0; i < T * hidden; ++i)
+          x[i] *= c.embedding_scale;
+      }
+    });
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
     const LoraLayer lora{&lora_, l};
@@ -287,6 +389,7 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
       attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_,
                       lora);
     }
+    all_reduce(out, T * hidden);  // row-parallel wo: the shards' partial sums
     if (!L.post_attn_norm.empty()) {
       kernels::rms_norm(out, L.post_attn_norm.data(), T, hidden, c.rms_norm_eps, out);
     }
@@ -297,12 +400,21 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     } else {
       ffn_block(L.ffn, h, T, out, scratch_, lora);
     }
+    all_reduce(out, T * hidden);  // row-parallel ffn_down
     if (!L.post_ffn_norm.empty()) {
       kernels::rms_norm(out, L.post_ffn_norm.data(), T, hidden, c.rms_norm_eps, out);
     }
     kernels::add_inplace(x, out, T * hidden);
   }
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
+  const auto logit_bytes = static_cast<size_t>(R * c.vocab_size) * sizeof(float);
+  if (!last_stage) {
+    kernels::team_first([&] { pp_.comm->send(x, hidden_bytes, pp_.stage + 1, kTagHidden); });
+    if (first_stage && R > 0) {
+      kernels::team_first([&] { pp_.comm->recv(logits, logit_bytes, pp_.size - 1, kTagLogits); });
+    }
+    return;
+  }
   if (R == 0) return;
   float* final_rows = scratch_.get(kFinal, static_cast<size_t>(R * hidden));
   kernels::team_first([&] {
@@ -312,8 +424,11 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     }
   });
   kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
-  kernels::matmul(w_.output, final_rows, R, logits);
+  output_logits(final_rows, R, logits);
   if (c.final_softcap > 0) kernels::softcap(logits, R * c.vocab_size, c.final_softcap);
+  if (pp_.size > 1) {
+    kernels::team_first([&] { pp_.comm->send(logits, logit_bytes, 0, kTagLogits); });
+  }
 }
 
 }  // namespace pagoda::model

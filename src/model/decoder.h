@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/backend.h"
 #include "model/blocks/attention_block.h"
 #include "model/blocks/ffn_block.h"
 #include "model/blocks/mla_attention_block.h"
@@ -44,10 +45,35 @@ struct DecoderWeights {
 // config.fused_gate_up, post_attention_norm / post_ffw_norm when config.post_norms.
 Result<DecoderWeights> bind_decoder_weights(const ModelConfig& config, const WeightBinder& binder);
 
+struct TensorShard;
+
+// Selects DecoderModel's pipeline-stage constructor (which stage: backend().pipeline_parallel()).
+struct PipelineStage {};
+
+// Keeps only `stage`'s layers of `weights` (layers split into `num_stages` consecutive runs, the
+// first stages taking one more when they do not divide) and the output head only on the last
+// stage. Returns the stage's config (num_layers = its layer count, so its KV cache holds only
+// its layers). invalid_argument when there are more stages than layers.
+Result<ModelConfig> stage_layers(const ModelConfig& full, int32_t stage, int32_t num_stages,
+                                 DecoderWeights& weights);
+
 class DecoderModel final : public Model {
  public:
   DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
                backend::Backend& backend);
+  // One shard of a tensor-parallel model (model/tensor_shard.h): `config` is the shard's
+  // (heads, KV heads and ffn divided), `weights` narrowed to it; every forward pass sums the
+  // shards' attention and FFN outputs and gathers their logits over backend.tensor_parallel().
+  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
+               backend::Backend& backend, TensorShard shard);
+  // One stage of a pipeline-parallel model (stage_layers): the first stage embeds, the others
+  // receive the previous stage's hidden states; the last computes the logits and sends them to
+  // stage 0.
+  DecoderModel(ModelConfig config, DecoderWeights weights, std::unique_ptr<TensorSource> source,
+               backend::Backend& backend, PipelineStage stage);
+  ~DecoderModel() override;
+
+  uint64_t weight_bytes() const override;
 
  private:
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
@@ -59,6 +85,10 @@ class DecoderModel final : public Model {
   // Hands every matmul weight to the backend (Backend::place_weights), which copies it into its
   // memory, in the kernels' pre-packed layout where they have one.
   void place_weights();
+  // Under tensor parallelism: data[n] := the sum of every shard's data[n] (inside the team).
+  void all_reduce(float* data, int64_t n);
+  // The output head's logits [R, vocab]: this shard's vocabulary rows, all-gathered.
+  void output_logits(const float* final_rows, int64_t R, float* logits);
 
   DecoderWeights w_;
   std::unique_ptr<TensorSource> source_;            // keeps the weight memory alive
@@ -67,6 +97,9 @@ class DecoderModel final : public Model {
   kernels::RopeParams rope_;
   Scratch scratch_;
   LoraBatch lora_;  // this pass's rows grouped by adapter
+  backend::TensorParallel tp_;
+  backend::PipelineParallel pp_;
+  std::unique_ptr<TensorShard> shard_;  // null: the whole model
 };
 
 }  // namespace pagoda::model

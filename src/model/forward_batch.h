@@ -20,6 +20,12 @@ struct SequenceSlice {
   const LoraAdapter* lora = nullptr;
 };
 
+// A KV block copied to another (copy-on-write) before a step.
+struct KvBlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+};
+
 struct ForwardBatch {
   std::span<const int32_t> tokens;     // [num_tokens] token ids
   std::span<const int32_t> positions;  // [num_tokens] absolute positions in their sequence
@@ -29,6 +35,9 @@ struct ForwardBatch {
   std::span<const int32_t> logit_rows;
   // Attention with the flash-style online softmax instead of the exact one (kernels/attention.h).
   bool flash_attention = false;
+  // Block copies the caller already made in its KV cache for this step (KvStorage::copy_block):
+  // a tensor-parallel model repeats them in the other ranks' caches before the pass.
+  std::span<const KvBlockCopy> block_copies;
 };
 
 }  // namespace pagoda::model

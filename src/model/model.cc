@@ -1,6 +1,83 @@
 #include "model/model.h"
 
+#include <cstdio>
+#include <unordered_map>
+
+#include "backend/parallel/communicator.h"
+#include "model/step_message.h"
+
 namespace pagoda::model {
+namespace {
+
+// The ranks a model is split across (tensor or pipeline parallelism); size 1: not split.
+backend::TensorParallel peers(const backend::Backend& backend) {
+  const backend::TensorParallel tp = backend.tensor_parallel();
+  if (tp.size > 1) return tp;
+  const backend::PipelineParallel pp = backend.pipeline_parallel();
+  return backend::TensorParallel{pp.comm, pp.stage, pp.size};
+}
+
+void send_step(const backend::TensorParallel& tp, const std::vector<uint8_t>& bytes) {
+  uint64_t n = bytes.size();
+  tp.comm->broadcast(&n, sizeof(n), 0);
+  tp.comm->broadcast(const_cast<uint8_t*>(bytes.data()), bytes.size(), 0);
+}
+
+}  // namespace
+
+Model::~Model() {
+  const backend::TensorParallel tp = peers(backend_);
+  if (tp.size > 1 && tp.rank == 0) send_step(tp, encode_step(StepOp::kShutdown, {}, {}));
+}
+
+Status Model::run_worker() {
+  const backend::TensorParallel tp = peers(backend_);
+  if (tp.size <= 1 || tp.rank == 0) {
+    return failed_precondition("run_worker runs on tensor/pipeline-parallel ranks other than 0");
+  }
+  backend::parallel::Communicator& comm = *tp.comm;
+  std::unordered_map<uint64_t, backend::KvStorage> caches;
+  std::vector<uint8_t> bytes;
+  std::vector<float> logits;
+  for (;;) {
+    uint64_t n = 0;
+    comm.broadcast(&n, sizeof(n), 0);
+    if (n > (uint64_t{1} << 32)) comm.abort(1, "step message of " + std::to_string(n) + " bytes");
+    bytes.resize(static_cast<size_t>(n));
+    comm.broadcast(bytes.data(), bytes.size(), 0);
+    auto msg = decode_step(bytes);
+    if (!msg.ok()) comm.abort(1, std::string(msg.status().message()));
+    if (msg->op == StepOp::kShutdown) return Status();
+    const KvCacheShape& shape = msg->kv;
+    auto it = caches.find(shape.id);
+    if (it != caches.end() && (it->second.num_blocks() != shape.num_blocks ||
+                               it->second.block_size() != shape.block_size ||
+                               it->second.layers()[0].dtype != shape.dtype)) {
+      caches.erase(it);  // rank 0 made a new cache where an old one was
+      it = caches.end();
+    }
+    if (it == caches.end()) {
+      auto storage = backend::KvStorage::create(backend_, kv_layout(), shape.num_blocks,
+                                                shape.block_size, shape.dtype);
+      if (!storage.ok()) comm.abort(1, "KV cache: " + std::string(storage.status().message()));
+      std::fprintf(stderr, "pagoda: rank %d/%d: %.1f MiB of weights, %.1f MiB of KV cache\n",
+                   tp.rank, tp.size, static_cast<double>(weight_bytes()) / (1 << 20),
+                   static_cast<double>(storage->total_bytes()) / (1 << 20));
+      it = caches.emplace(shape.id, std::move(storage).value()).first;
+    }
+    backend::KvStorage& cache = it->second;
+    for (const KvBlockCopy& c : msg->copies) {
+      if (c.src < 0 || c.dst < 0 || c.src >= cache.num_blocks() || c.dst >= cache.num_blocks()) {
+        comm.abort(1, "step message: block copy outside the KV cache");
+      }
+      cache.copy_block(c.src, c.dst);
+    }
+    if (msg->tokens.empty()) continue;
+    logits.resize(msg->logit_rows.size() * static_cast<size_t>(config_.vocab_size));
+    Status s = forward(msg->batch, cache.layers(), logits.data());
+    if (!s.ok()) comm.abort(1, "forward pass: " + std::string(s.message()));
+  }
+}
 
 Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                       float* logits) {
@@ -54,6 +131,13 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
     if (r < 0 || static_cast<size_t>(r) >= n) {
       return invalid_argument("logit row {} is outside the batch", r);
     }
+  }
+  const backend::TensorParallel tp = peers(backend_);
+  if (tp.size > 1 && tp.rank == 0 && (n > 0 || !batch.block_copies.empty())) {
+    const kernels::KvLayerView& kv = kv_layers[0];
+    const KvCacheShape shape{reinterpret_cast<uint64_t>(kv.k), kv.num_blocks, kv.block_size,
+                             kv.dtype};
+    send_step(tp, encode_step(StepOp::kForward, shape, batch));
   }
   if (n == 0) return Status();
   forward_impl(batch, kv_layers, logits);

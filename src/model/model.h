@@ -17,18 +17,31 @@ namespace pagoda::model {
 
 class Model {
  public:
-  virtual ~Model() = default;
+  // Rank 0 of a tensor-parallel job: tells the other ranks' run_worker to return.
+  virtual ~Model();
   const ModelConfig& config() const { return config_; }
   // The device the weights live on and forward passes run on; KV storage for this model is
   // allocated there too (backend::KvStorage::create(model.backend(), model.kv_layout(), ...)).
   backend::Backend& backend() const { return backend_; }
   backend::KvLayout kv_layout() const { return model::kv_layout(config_); }
+  // Bytes of weights this process holds in memory it owns (the backend's copies; a shard's
+  // under tensor parallelism), for the startup report. 0 when unknown.
+  virtual uint64_t weight_bytes() const { return 0; }
 
   // logits: [batch.logit_rows.size(), vocab_size] f32. kv_layers: one view per layer.
   // Validates the batch (token ids < vocab, positions covered by block tables, rows in range)
   // and returns invalid_argument rather than touching memory it should not.
+  // Under tensor parallelism (backend().tensor_parallel().size > 1) rank 0 first sends the
+  // batch to the other ranks (model/step_message.h), whose run_worker makes the same pass; the
+  // logits are complete on every rank.
   Status forward(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                  float* logits);
+
+  // On a tensor-parallel rank other than 0: runs every forward pass rank 0's model runs, on KV
+  // caches of the same shapes (this rank's KV heads), until rank 0's model is destroyed. A
+  // message or pass that fails aborts the whole job (rank 0 could not go on without this rank).
+  // failed_precondition on rank 0 or without tensor parallelism.
+  Status run_worker();
 
  protected:
   Model(ModelConfig config, backend::Backend& backend)

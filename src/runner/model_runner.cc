@@ -116,7 +116,10 @@ Status ModelRunner::forward_step() {
   batch.sequences = slices_;
   batch.logit_rows = logit_rows_;
   batch.flash_attention = flash_attention_;
-  return model_.forward(batch, storage_.layers(), logits_.data());
+  batch.block_copies = copies_;
+  Status status = model_.forward(batch, storage_.layers(), logits_.data());
+  copies_.clear();
+  return status;
 }
 
 Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows) {
@@ -144,6 +147,7 @@ Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows)
 }
 
 Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
+  copies_.clear();
   for (step::RequestId id : plan.preempted_ids)
     states_.erase(id);
   for (step::RequestId id : plan.finished_ids)
@@ -154,6 +158,7 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       return internal_error("block copy {} -> {} is outside the KV cache", copy.src, copy.dst);
     }
     storage_.copy_block(copy.src, copy.dst);
+    copies_.push_back(model::KvBlockCopy{copy.src, copy.dst});  // (for tensor-parallel peers)
   }
 
   tokens_.clear();

@@ -114,6 +114,7 @@ class ModelRunner final : public step::Executor {
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;
   std::vector<model::SequenceSlice> slices_;
+  std::vector<model::KvBlockCopy> copies_;  // this step's, made here, repeated on TP peers
   std::vector<float> logits_;
   std::vector<std::shared_ptr<const model::LoraAdapter>> step_loras_;  // held for the step
 };

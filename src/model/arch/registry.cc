@@ -2,6 +2,7 @@
 
 #include "model/arch/arch.h"
 #include "model/decoder.h"
+#include "model/tensor_shard.h"
 
 namespace pagoda::model {
 namespace {
@@ -27,6 +28,20 @@ Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
   PAGODA_RETURN_IF_ERROR(validate_config(config));
   WeightBinder binder(*source);
   PAGODA_ASSIGN_OR_RETURN(DecoderWeights weights, bind_decoder_weights(config, binder));
+  const backend::PipelineParallel pp = backend.pipeline_parallel();
+  if (pp.size > 1) {
+    PAGODA_ASSIGN_OR_RETURN(ModelConfig stage, stage_layers(config, pp.stage, pp.size, weights));
+    return std::unique_ptr<Model>(std::make_unique<DecoderModel>(
+        std::move(stage), std::move(weights), std::move(source), backend, PipelineStage{}));
+  }
+  const backend::TensorParallel tp = backend.tensor_parallel();
+  if (tp.size > 1) {
+    PAGODA_ASSIGN_OR_RETURN(ModelConfig local, shard_config(config, tp.rank, tp.size));
+    PAGODA_ASSIGN_OR_RETURN(TensorShard shard,
+                            shard_decoder_weights(config, tp.rank, tp.size, weights));
+    return std::unique_ptr<Model>(std::make_unique<DecoderModel>(
+        std::move(local), std::move(weights), std::move(source), backend, std::move(shard)));
+  }
   return std::unique_ptr<Model>(
       std::make_unique<DecoderModel>(config, std::move(weights), std::move(source), backend));
 }

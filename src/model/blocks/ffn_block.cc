@@ -96,7 +96,9 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
         }
       }
     }
-    if (rows.empty()) continue;
+    // (An expert another rank holds, under expert parallelism: its share comes in the
+    // all-reduce after this block.)
+    if (rows.empty() || w.experts[static_cast<size_t>(e)].down.rows == 0) continue;
     const int64_t n = static_cast<int64_t>(rows.size());
     float* gathered = scratch.get(kGather, static_cast<size_t>(n * hidden));
     kernels::team_first([&] {

@@ -1,0 +1,170 @@
+#include "model/tensor_shard.h"
+
+#include <cstring>
+#include <string>
+
+#include "base/checked_math.h"
+#include "base/mapped_file.h"
+
+namespace pagoda::model {
+namespace {
+
+kernels::WeightView rows_of(const kernels::WeightView& w, int64_t r0, int64_t n) {
+  kernels::WeightView out = w;
+  out.rows = n;
+  out.data = w.data + static_cast<size_t>(r0) * w.row_bytes;
+  return out;
+}
+
+std::vector<float> part_of(const std::vector<float>& v, int64_t begin, int64_t n) {
+  if (v.empty()) return v;
+  return std::vector<float>(v.begin() + begin, v.begin() + begin + n);
+}
+
+// Columns [c0, c0 + n) of every row of w, copied into `owned`.
+Result<kernels::WeightView> columns_of(const kernels::WeightView& w, int64_t c0, int64_t n,
+                                       std::vector<std::vector<uint8_t>>& owned) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(w.dtype);
+  const int64_t block = info.block_size;
+  if (c0 % block != 0 || n % block != 0) {
+    return invalid_argument(
+        "tensor '{}' ({}) cannot be split by tensor parallelism: its {} input columns split into "
+        "shares of {}, which is not a multiple of the {}-element quantisation block",
+        std::string(w.name), tensor::dtype_name(w.dtype), w.cols, n, block);
+  }
+  PAGODA_ASSIGN_OR_RETURN(uint64_t row_bytes,
+                          tensor::row_size_bytes(w.dtype, static_cast<uint64_t>(n)));
+  const size_t offset = static_cast<size_t>(c0 / block) * info.type_size;
+  auto total = checked_mul<uint64_t>(row_bytes, static_cast<uint64_t>(w.rows));
+  if (!total) return out_of_range("tensor '{}' shard size overflows", std::string(w.name));
+  std::vector<uint8_t>& buf = owned.emplace_back(static_cast<size_t>(*total));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    std::memcpy(buf.data() + static_cast<size_t>(r) * row_bytes, w.row(r) + offset, row_bytes);
+  }
+  // This rank reads only its copy: the file pages it touched may go (they stay readable).
+  release_pages(w.data, w.data + static_cast<size_t>(w.rows) * w.row_bytes);
+  kernels::WeightView out = w;
+  out.cols = n;
+  out.row_bytes = static_cast<size_t>(row_bytes);
+  out.data = buf.data();
+  out.packed = nullptr;
+  return out;
+}
+
+// Rows [f0, f0 + n) of gate and up, those input columns of down.
+Status split_ffn(FfnWeights& f, int64_t f0, int64_t n, std::vector<std::vector<uint8_t>>& owned) {
+  f.gate = rows_of(f.gate, f0, n);
+  f.up = rows_of(f.up, f0, n);
+  PAGODA_ASSIGN_OR_RETURN(f.down, columns_of(f.down, f0, n, owned));
+  return Status();
+}
+
+// Expert parallelism: rank r keeps experts [r*E/n, (r+1)*E/n) whole (the others become empty
+// views, which moe_block skips and nothing loads); the router is replicated so every rank routes
+// every token alike; a shared expert is split like a dense FFN. The all-reduce after the block
+// adds up each token's experts from the ranks that hold them.
+Status shard_experts(const ModelConfig& local, int32_t rank, int32_t size, MoeWeights& moe,
+                     std::vector<std::vector<uint8_t>>& owned) {
+  const auto per_rank = static_cast<int64_t>(moe.experts.size()) / size;
+  for (int64_t e = 0; e < static_cast<int64_t>(moe.experts.size()); ++e) {
+    if (e / per_rank != rank) {
+      const FfnActivation act = moe.experts[static_cast<size_t>(e)].activation;
+      moe.experts[static_cast<size_t>(e)] = FfnWeights{};
+      moe.experts[static_cast<size_t>(e)].activation = act;
+    }
+  }
+  if (moe.shared) {
+    const int64_t n = local.shared_expert_ffn_dim;
+    PAGODA_RETURN_IF_ERROR(split_ffn(*moe.shared, int64_t{rank} * n, n, owned));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return invalid_argument("tensor-parallel rank {} of {} is out of range", rank, size);
+  }
+  ModelConfig c = full;
+  if (size == 1) return c;
+  if (full.mla()) return unimplemented("tensor parallelism does not split MLA attention yet");
+  if (full.num_experts > 0) {
+    // Expert parallelism: whole experts by index, every layer a MoE layer.
+    for (int32_t i = 0; i < full.num_layers; ++i) {
+      if (!full.layer_has_experts(i)) {
+        return unimplemented("layer {} is dense in a MoE model: not split yet", i);
+      }
+    }
+    if (full.num_experts % size != 0) {
+      return invalid_argument("expert_count {} is not divisible by --tensor-parallel-size {}",
+                              full.num_experts, size);
+    }
+    if (full.shared_expert_ffn_dim % size != 0) {
+      return invalid_argument(
+          "expert_shared_feed_forward_length {} is not divisible by --tensor-parallel-size {}",
+          full.shared_expert_ffn_dim, size);
+    }
+  } else if (full.ffn_dim % size != 0) {
+    return invalid_argument("feed_forward_length {} is not divisible by --tensor-parallel-size {}",
+                            full.ffn_dim, size);
+  }
+  if (full.num_kv_heads % size != 0) {
+    return invalid_argument("num_kv_heads {} is not divisible by --tensor-parallel-size {}",
+                            full.num_kv_heads, size);
+  }
+  if (full.num_heads % size != 0) {
+    return invalid_argument("num_heads {} is not divisible by --tensor-parallel-size {}",
+                            full.num_heads, size);
+  }
+  if (full.vocab_size < size) {
+    return invalid_argument("vocab_size {} is smaller than --tensor-parallel-size {}",
+                            full.vocab_size, size);
+  }
+  c.num_heads = full.num_heads / size;
+  c.num_kv_heads = full.num_kv_heads / size;
+  if (full.num_experts > 0) {
+    c.shared_expert_ffn_dim = full.shared_expert_ffn_dim / size;
+  } else {
+    c.ffn_dim = full.ffn_dim / size;
+  }
+  return c;
+}
+
+Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank, int32_t size,
+                                          DecoderWeights& w) {
+  PAGODA_ASSIGN_OR_RETURN(ModelConfig local, shard_config(full, rank, size));
+  TensorShard shard;
+  shard.rank = rank;
+  shard.size = size;
+  shard.vocab_stride = (full.vocab_size + size - 1) / size;
+  shard.vocab_begin = std::min(full.vocab_size, rank * shard.vocab_stride);
+  shard.vocab_count = std::min(shard.vocab_stride, full.vocab_size - shard.vocab_begin);
+  if (size == 1) return shard;
+  if (shard.vocab_count <= 0) {
+    return invalid_argument("vocab_size {} leaves rank {} of {} no output rows", full.vocab_size,
+                            rank, size);
+  }
+  const int64_t q0 = int64_t{rank} * local.q_dim(), qn = local.q_dim();
+  const int64_t k0 = int64_t{rank} * local.kv_dim(), kn = local.kv_dim();
+  const int64_t f0 = int64_t{rank} * local.ffn_dim, fn = local.ffn_dim;
+  for (DecoderLayer& L : w.layers) {
+    AttentionWeights& a = L.attn;
+    a.wq = rows_of(a.wq, q0, qn);
+    a.wk = rows_of(a.wk, k0, kn);
+    a.wv = rows_of(a.wv, k0, kn);
+    a.bq = part_of(a.bq, q0, qn);
+    a.bk = part_of(a.bk, k0, kn);
+    a.bv = part_of(a.bv, k0, kn);
+    PAGODA_ASSIGN_OR_RETURN(a.wo, columns_of(a.wo, q0, qn, shard.owned));
+    if (L.moe) {
+      PAGODA_RETURN_IF_ERROR(shard_experts(local, rank, size, *L.moe, shard.owned));
+      continue;
+    }
+    PAGODA_RETURN_IF_ERROR(split_ffn(L.ffn, f0, fn, shard.owned));
+  }
+  w.output = rows_of(w.output, shard.vocab_begin, shard.vocab_count);
+  return shard;
+}
+
+}  // namespace pagoda::model

@@ -1,0 +1,47 @@
+// Tensor-parallel sharding of a decoder (Megatron-style): rank r of n keeps
+// - attention: the query heads of KV-head group r (KV heads [r*kv/n, (r+1)*kv/n) and their
+//   query heads), i.e. rows of wq/wk/wv (and their biases): column-parallel, no communication;
+//   its KV cache holds only those KV heads; wo keeps the matching input columns (row-parallel)
+//   and the partial outputs are summed across ranks (one all-reduce);
+// - FFN: rows [r*f/n, (r+1)*f/n) of gate and up (column-parallel) and those input columns of
+//   down (row-parallel, one all-reduce);
+// - output head: vocabulary rows [r*ceil(V/n), ...) (the logits are all-gathered);
+// - MoE layers (expert parallelism): whole experts by index, [r*E/n, (r+1)*E/n); the router
+//   replicated; a shared expert split like the FFN; the same all-reduce sums each token's experts;
+// - token embedding and norms: replicated (the embedding stays in the file mapping, where a
+//   rank touches only the rows of the tokens it looks up).
+// Row slices are views into the file mapping; column slices are copies of each row's byte range,
+// which must start and end on a quantisation block (refused otherwise, naming the tensor).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "model/decoder.h"
+#include "model/model_config.h"
+
+namespace pagoda::model {
+
+struct TensorShard {
+  int32_t rank = 0;
+  int32_t size = 1;
+  int32_t vocab_begin = 0;  // this rank's output-head rows [vocab_begin, vocab_begin + count)
+  int32_t vocab_count = 0;
+  int32_t vocab_stride = 0;  // ceil(vocab / size): every rank's padded share of a logits row
+  // The column-sliced copies the views point at.
+  std::vector<std::vector<uint8_t>> owned;
+};
+
+// The config shard `rank` of `size` computes with: num_heads, num_kv_heads and ffn_dim divided
+// by size (MoE models: the shared expert's width instead of ffn_dim); everything else as `full`.
+// invalid_argument (naming the dimension) when the model cannot be split that way (heads, KV
+// heads, ffn or experts not divisible); unimplemented for MLA and for MoE models with dense
+// layers.
+Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size);
+
+// Narrows `weights` (bound for `full`) to shard `rank` of `size` in place.
+Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank, int32_t size,
+                                          DecoderWeights& weights);
+
+}  // namespace pagoda::model

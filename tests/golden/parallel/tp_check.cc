@@ -1,0 +1,202 @@
+// Tensor parallelism against the single-process engine, run under `mpirun -np 2` (ctest label
+// mpi). Rank 0 computes every reference on its own (a whole model on the CPU backend, itself
+// checked against llama.cpp by fidelity_test) and the same with the model split over both ranks;
+// rank 1 serves its shard for each tensor-parallel model rank 0 loads.
+//  1. logits: the prompt rows and the greedy continuation of the fixture prompts (p1, p2) for
+//     llama-Q8_0, qwen2-Q8_0, llama-F16 and (experts split by index) moe-Q8_0: every logit within
+//     0.02 x the row's std of the single-process value, greedy tokens identical;
+//  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
+//     through pagoda::Engine with tensor_parallel_size 2: token-identical to
+//     tensor_parallel_size 1.
+// Exits 0 when every check passes; a failure makes rank 0 end the job non-zero.
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/parallel_backend.h"
+#include "diagnostics/logit_trace.h"
+#include "kernels/isa.h"
+#include "loader/model_loader.h"
+#include "pagoda/engine.h"
+#include "pagoda/parallel.h"
+
+namespace {
+
+using namespace pagoda;
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+  std::fflush(stdout);
+  if (!ok) ++failures;
+}
+
+// The prompts the references were made with (fixtures README).
+std::string prompt_of(const std::string& p) {
+  if (p == "p1") return "Once upon a time, there was a little robot who";
+  return "def fibonacci(n):\n    return";
+}
+
+// Rank 0: single-process vs tensor-parallel (or pipeline-parallel) logits for one model.
+void compare_logits(const std::string& dir, const std::string& name, bool pipeline) {
+  const std::string path = dir + "/models/" + name + ".gguf";
+  auto whole = loader::load_model(path);
+  auto split =
+      loader::load_model(path, pipeline ? api::model_backend(1, 2) : api::model_backend(2));
+  if (!whole.ok() || !split.ok()) {
+    check(false, name + ": load: " + (whole.ok() ? split : whole).status().message());
+    return;
+  }
+  for (const char* p : {"p1", "p2"}) {
+    const std::string prompt = prompt_of(p);
+    auto a = diagnostics::trace_logits(*whole, prompt, 8, tensor::DType::kF16, false);
+    auto b = diagnostics::trace_logits(*split, prompt, 8, tensor::DType::kF16, false);
+    if (!a.ok() || !b.ok()) {
+      check(false, name + " " + p + ": trace: " + (a.ok() ? b : a).status().message());
+      continue;
+    }
+    double worst = 0;
+    const size_t rows = std::min(a->rows.size(), b->rows.size());
+    for (size_t r = 0; r < rows; ++r) {
+      const auto& x = a->rows[r];
+      const auto& y = b->rows[r];
+      double mean = 0, var = 0;
+      for (float v : x)
+        mean += v;
+      mean /= static_cast<double>(x.size());
+      for (float v : x)
+        var += (v - mean) * (v - mean);
+      const double std = std::sqrt(var / static_cast<double>(x.size()));
+      for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) / std);
+      }
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "%s %s %s: %zu rows, max |split - whole| = %.2e x std (limit 0.02)",
+                  pipeline ? "PP=2" : "TP=2", name.c_str(), p, rows, worst);
+    check(rows > 0 && a->rows.size() == b->rows.size() && worst <= 0.02, buf);
+    check(a->greedy_tokens == b->greedy_tokens && !a->greedy_tokens.empty(),
+          std::string(pipeline ? "PP=2 " : "TP=2 ") + name + " " + p + ": greedy tokens identical");
+  }
+}
+
+EngineConfig engine_config(const std::string& path, int32_t tp) {
+  EngineConfig c;
+  c.model_path = path;
+  c.kv_cache_bytes = 32ull << 20;
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 64;  // prompts arrive in chunks
+  c.max_model_len = 256;
+  c.num_threads = 1;
+  c.warm_up = false;
+  c.tensor_parallel_size = tp;
+  return c;
+}
+
+using Tokens = std::map<std::pair<std::string, int32_t>, std::vector<int32_t>>;
+
+// 16 concurrent greedy requests (every fourth with n = 2; half share a 20-token prefix).
+Tokens run_engine(const std::string& path, int32_t tp) {
+  auto created = Engine::create(engine_config(path, tp));
+  if (!created.ok()) {
+    check(false, "engine tp=" + std::to_string(tp) + ": " + created.status().message());
+    return {};
+  }
+  Engine& engine = **created;
+  std::mutex mu;
+  std::condition_variable cv;
+  Tokens out;
+  int finals = 0, expected = 0;
+  std::mt19937 rng(7);
+  std::vector<int32_t> prefix;
+  for (int k = 0; k < 20; ++k)
+    prefix.push_back(100 + static_cast<int32_t>(rng() % 20000));
+  for (int i = 0; i < 16; ++i) {
+    GenerateRequest r;
+    r.request_id = "r" + std::to_string(i);
+    if (i % 2 == 0) r.prompt_tokens = prefix;
+    const int len = 3 + static_cast<int>(rng() % 90);
+    for (int k = 0; k < len; ++k)
+      r.prompt_tokens.push_back(100 + static_cast<int32_t>(rng() % 20000));
+    r.sampling.temperature = 0;
+    r.stop.max_tokens = 4 + static_cast<int32_t>(rng() % 12);
+    r.stop.ignore_eos = true;
+    r.n = i % 4 == 1 ? 2 : 1;
+    expected += r.n;
+    Status s = engine.add_request(std::move(r), [&](RequestOutput o) {
+      std::lock_guard<std::mutex> l(mu);
+      auto& t = out[{o.request_id, o.index}];
+      t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+      if (o.finished) {
+        ++finals;
+        cv.notify_all();
+      }
+    });
+    if (!s.ok()) check(false, "add_request: " + s.message());
+  }
+  std::unique_lock<std::mutex> l(mu);
+  const bool done = cv.wait_for(l, std::chrono::minutes(3), [&] { return finals >= expected; });
+  check(done, "engine tp=" + std::to_string(tp) + ": all " + std::to_string(expected) +
+                  " samples finished");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string dir = argc > 1 ? argv[1] : "../shared/fixtures";
+  if (!std::filesystem::exists(dir + "/models/llama-Q8_0.gguf")) {
+    std::printf("SKIP: fixtures not found at %s\n", dir.c_str());
+    return finish_parallel(0);
+  }
+  if (parallel_size() != 2) {
+    std::printf("FAIL: run under mpirun -np 2 (this job has %d ranks)\n", parallel_size());
+    return finish_parallel(1, "tp_check needs 2 ranks");
+  }
+  kernels::set_num_threads(1);
+  const std::vector<std::string> models = {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0"};
+  const std::string engine_model = dir + "/models/llama-Q8_0.gguf";
+  // Pipeline parallelism: 2 stages of one layer each.
+  const std::vector<std::string> pipeline_models = {"llama-Q8_0", "qwen2-Q8_0", "moe-Q8_0"};
+  if (parallel_rank() != 0) {
+    // One shard per tensor-parallel model rank 0 loads, in the same order.
+    for (const std::string& name : models) {
+      Status s = run_parallel_worker(engine_config(dir + "/models/" + name + ".gguf", 2));
+      if (!s.ok()) return finish_parallel(1, s.message());
+    }
+    Status s = run_parallel_worker(engine_config(engine_model, 2));
+    if (!s.ok()) return finish_parallel(1, s.message());
+    for (const std::string& name : pipeline_models) {
+      EngineConfig c = engine_config(dir + "/models/" + name + ".gguf", 1);
+      c.pipeline_parallel_size = 2;
+      s = run_parallel_worker(c);
+      if (!s.ok()) return finish_parallel(1, s.message());
+    }
+    return finish_parallel(0);
+  }
+  for (const std::string& name : models)
+    compare_logits(dir, name, false);
+  const Tokens whole = run_engine(engine_model, 1);
+  const Tokens split = run_engine(engine_model, 2);
+  size_t same = 0;
+  for (const auto& [key, tokens] : whole) {
+    auto it = split.find(key);
+    if (it != split.end() && it->second == tokens && !tokens.empty()) ++same;
+  }
+  check(whole.size() == 20 && split.size() == whole.size() && same == whole.size(),
+        "engine: " + std::to_string(same) + " of " + std::to_string(whole.size()) +
+            " samples token-identical at tensor_parallel_size 2");
+  for (const std::string& name : pipeline_models)
+    compare_logits(dir, name, true);
+  std::printf("%d failure(s)\n", failures);
+  return finish_parallel(failures == 0 ? 0 : 1, "tp_check failed");
+}

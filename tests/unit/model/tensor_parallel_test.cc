@@ -1,0 +1,224 @@
+// Tensor parallelism without a second process: StepMessage round trips and refusals
+// (model/step_message.h), the shard split of a decoder's weights (model/tensor_shard.h; column
+// slices checked by dequantising the whole row and the shard's row), the one-rank communicator.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "backend/parallel/communicator.h"
+#include "kernels/quant.h"
+#include "model/step_message.h"
+#include "model/tensor_shard.h"
+
+namespace pagoda::model {
+namespace {
+
+TEST(StepMessage, RoundTripsABatch) {
+  const std::vector<int32_t> tokens = {5, 6, 7, 8}, positions = {0, 1, 2, 9}, rows = {2, 3};
+  const std::vector<int32_t> t0 = {1}, t1 = {4, 3};
+  const std::vector<SequenceSlice> seqs = {{0, 3, t0}, {3, 1, t1}};
+  const std::vector<KvBlockCopy> copies = {{2, 3}};
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.positions = positions;
+  b.sequences = seqs;
+  b.logit_rows = rows;
+  b.flash_attention = true;
+  b.block_copies = copies;
+  const KvCacheShape shape{77, 8, 16, tensor::DType::kQ8_0};
+  const std::vector<uint8_t> bytes = encode_step(StepOp::kForward, shape, b);
+  auto m = decode_step(bytes);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->op, StepOp::kForward);
+  EXPECT_EQ(m->kv.id, 77u);
+  EXPECT_EQ(m->kv.num_blocks, 8);
+  EXPECT_EQ(m->kv.block_size, 16);
+  EXPECT_EQ(m->kv.dtype, tensor::DType::kQ8_0);
+  EXPECT_EQ(m->tokens, tokens);
+  EXPECT_EQ(m->positions, positions);
+  EXPECT_EQ(m->logit_rows, rows);
+  ASSERT_EQ(m->batch.sequences.size(), 2u);
+  EXPECT_EQ(m->batch.sequences[1].token_begin, 3);
+  EXPECT_EQ(std::vector<int32_t>(m->batch.sequences[1].block_table.begin(),
+                                 m->batch.sequences[1].block_table.end()),
+            t1);
+  ASSERT_EQ(m->batch.block_copies.size(), 1u);
+  EXPECT_EQ(m->batch.block_copies[0].dst, 3);
+  EXPECT_TRUE(m->batch.flash_attention);
+  // Every truncation is refused, never read past.
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(decode_step(std::span<const uint8_t>(bytes.data(), n)).ok()) << n;
+  }
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(decode_step(longer).ok());
+}
+
+TEST(StepMessage, RefusesHugeCountsAndUnknownOps) {
+  const std::vector<uint8_t> shutdown = encode_step(StepOp::kShutdown, {}, {});
+  auto m = decode_step(shutdown);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->op, StepOp::kShutdown);
+  std::vector<uint8_t> bad = shutdown;
+  bad[4] = 9;  // op 9
+  EXPECT_NE(decode_step(bad).status().message().find("unknown op"), std::string::npos);
+  bad = shutdown;
+  bad[0] ^= 1;
+  EXPECT_NE(decode_step(bad).status().message().find("magic"), std::string::npos);
+  // A forward message claiming 2^40 tokens in a few bytes.
+  const std::vector<int32_t> one = {1};
+  ForwardBatch b;
+  b.tokens = one;
+  std::vector<uint8_t> f = encode_step(StepOp::kForward, {1, 2, 16, tensor::DType::kF16}, b);
+  const size_t count_at = 4 + 4 + 8 + 8 + 4 + 4 + 1;
+  const uint64_t huge = uint64_t{1} << 40;
+  std::memcpy(f.data() + count_at, &huge, sizeof(huge));
+  auto r = decode_step(f);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tokens count"), std::string::npos);
+}
+
+ModelConfig dense_config() {
+  ModelConfig c;
+  c.num_layers = 1;
+  c.hidden_dim = 64;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.ffn_dim = 128;
+  c.vocab_size = 11;
+  return c;
+}
+
+TEST(TensorShard, DividesHeadsAndFfnOrRefuses) {
+  auto c = shard_config(dense_config(), 1, 2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->num_heads, 2);
+  EXPECT_EQ(c->num_kv_heads, 1);
+  EXPECT_EQ(c->ffn_dim, 64);
+  EXPECT_EQ(c->hidden_dim, 64);
+  auto odd = shard_config(dense_config(), 0, 4);  // 2 KV heads over 4 ranks
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("num_kv_heads"), std::string::npos);
+  ModelConfig moe = dense_config();
+  moe.num_experts = 3;
+  moe.num_experts_used = 2;
+  auto experts = shard_config(moe, 0, 2);
+  ASSERT_FALSE(experts.ok());
+  EXPECT_NE(experts.status().message().find("expert_count"), std::string::npos);
+}
+
+// A [rows, cols] Q8_0 matrix of random values, quantised.
+std::vector<uint8_t> q8_matrix(int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> d;
+  const size_t row_bytes = static_cast<size_t>(cols / 32 * 34);
+  std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row)
+      v = d(rng);
+    kernels::quantize_row(tensor::DType::kQ8_0, row.data(), out.data() + r * row_bytes, cols);
+  }
+  return out;
+}
+
+kernels::WeightView view(const std::vector<uint8_t>& bytes, int64_t rows, int64_t cols) {
+  kernels::WeightView w;
+  w.dtype = tensor::DType::kQ8_0;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = static_cast<size_t>(cols / 32 * 34);
+  w.data = bytes.data();
+  return w;
+}
+
+TEST(TensorShard, SplitsRowsAndBlockAlignedColumns) {
+  const ModelConfig c = dense_config();
+  std::mt19937 rng(3);
+  const auto wq = q8_matrix(64, 64, rng), wk = q8_matrix(32, 64, rng), wv = q8_matrix(32, 64, rng);
+  const auto wo = q8_matrix(64, 64, rng), gate = q8_matrix(128, 64, rng);
+  const auto up = q8_matrix(128, 64, rng), down = q8_matrix(64, 128, rng);
+  const auto out = q8_matrix(11, 64, rng);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    DecoderWeights w;
+    w.layers.resize(1);
+    DecoderLayer& L = w.layers[0];
+    L.attn.wq = view(wq, 64, 64);
+    L.attn.wk = view(wk, 32, 64);
+    L.attn.wv = view(wv, 32, 64);
+    L.attn.wo = view(wo, 64, 64);
+    L.attn.bq.assign(64, 0);
+    for (int i = 0; i < 64; ++i)
+      L.attn.bq[static_cast<size_t>(i)] = static_cast<float>(i);
+    L.ffn.gate = view(gate, 128, 64);
+    L.ffn.up = view(up, 128, 64);
+    L.ffn.down = view(down, 64, 128);
+    w.output = view(out, 11, 64);
+    auto shard = shard_decoder_weights(c, rank, 2, w);
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    // Rows: query heads 2r, 2r+1 (rows [32r, 32r+32)), KV head r, ffn rows [64r, 64r+64).
+    EXPECT_EQ(L.attn.wq.rows, 32);
+    EXPECT_EQ(L.attn.wq.data, wq.data() + 32 * rank * L.attn.wq.row_bytes);
+    EXPECT_EQ(L.attn.wk.data, wk.data() + 16 * rank * L.attn.wk.row_bytes);
+    EXPECT_EQ(L.attn.bq.size(), 32u);
+    EXPECT_EQ(L.attn.bq[0], 32.0f * static_cast<float>(rank));
+    EXPECT_EQ(L.ffn.up.data, up.data() + 64 * rank * L.ffn.up.row_bytes);
+    // Output head: vocabulary rows [6r, 6r + (6 or 5)).
+    EXPECT_EQ(shard->vocab_stride, 6);
+    EXPECT_EQ(shard->vocab_begin, 6 * rank);
+    EXPECT_EQ(shard->vocab_count, rank == 0 ? 6 : 5);
+    EXPECT_EQ(w.output.rows, shard->vocab_count);
+    // Columns: every row of the shard's wo / down equals those columns of the whole row.
+    for (auto [part, whole, cols] : {std::tuple{L.attn.wo, view(wo, 64, 64), 32},
+                                     std::tuple{L.ffn.down, view(down, 64, 128), 64}}) {
+      ASSERT_EQ(part.cols, cols);
+      std::vector<float> a(static_cast<size_t>(whole.cols)), b(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < whole.rows; ++r) {
+        kernels::dequantize_row(whole.dtype, whole.row(r), a.data(), whole.cols);
+        kernels::dequantize_row(part.dtype, part.row(r), b.data(), cols);
+        for (int32_t k = 0; k < cols; ++k)
+          ASSERT_EQ(b[static_cast<size_t>(k)], a[static_cast<size_t>(rank * cols + k)]);
+      }
+    }
+  }
+}
+
+TEST(TensorShard, RefusesColumnsOffTheQuantBlock) {
+  ModelConfig c = dense_config();
+  c.ffn_dim = 96;  // 48 per rank: not a multiple of Q8_0's 32
+  std::mt19937 rng(4);
+  const auto m64 = q8_matrix(64, 64, rng), m32 = q8_matrix(32, 64, rng);
+  const auto ffn = q8_matrix(96, 64, rng), down = q8_matrix(64, 96, rng),
+             out = q8_matrix(11, 64, rng);
+  DecoderWeights w;
+  w.layers.resize(1);
+  DecoderLayer& L = w.layers[0];
+  L.attn.wq = view(m64, 64, 64);
+  L.attn.wk = view(m32, 32, 64);
+  L.attn.wv = view(m32, 32, 64);
+  L.attn.wo = view(m64, 64, 64);
+  L.ffn.gate = view(ffn, 96, 64);
+  L.ffn.up = view(ffn, 96, 64);
+  L.ffn.down = view(down, 64, 96);
+  L.ffn.down.name = "blk.0.ffn_down.weight";
+  w.output = view(out, 11, 64);
+  auto shard = shard_decoder_weights(c, 0, 2, w);
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("blk.0.ffn_down.weight"), std::string::npos);
+  EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
+}
+
+TEST(LocalCommunicator, IsOneRank) {
+  backend::parallel::LocalCommunicator comm;
+  EXPECT_EQ(comm.size(), 1);
+  float x[3] = {1, 2, 3};
+  comm.all_reduce_sum(x, 3);
+  EXPECT_EQ(x[2], 3.0f);
+  float y[3] = {};
+  comm.all_gather(x, sizeof(x), y);
+  EXPECT_EQ(y[1], 2.0f);
+}
+
+}  // namespace
+}  // namespace pagoda::model
