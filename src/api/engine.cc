@@ -113,6 +113,10 @@ class EngineImpl final : public Engine {
     if (loras_->contains(name)) {
       return invalid_argument("LoRA adapter \"{}\" is already loaded", name);
     }
+    if (model_parallel_) {
+      // The adapters' A/B are not sharded across ranks (the workers would add nothing).
+      return unimplemented("LoRA adapters with tensor or pipeline parallelism: not yet");
+    }
     PAGODA_ASSIGN_OR_RETURN(
         std::unique_ptr<model::LoraAdapter> adapter,
         loader::load_lora_adapter(path, name, loaded_.model->config(), max_lora_rank_));
@@ -145,6 +149,7 @@ class EngineImpl final : public Engine {
   std::shared_ptr<structured::GrammarCache> grammars_;
   std::shared_ptr<runner::LoraRegistry> loras_;
   int32_t max_lora_rank_ = 0;
+  bool model_parallel_ = false;  // tensor or pipeline parallel size > 1
   std::unique_ptr<engine::EngineCore> core_;
 };
 
@@ -255,6 +260,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     return invalid_argument("max_lora_rank must be in [1, 65536], got {}", config.max_lora_rank);
   }
   e->max_lora_rank_ = config.max_lora_rank;
+  e->model_parallel_ = config.tensor_parallel_size > 1 || config.pipeline_parallel_size > 1;
   e->loras_ = std::make_shared<runner::LoraRegistry>(config.max_loras);
   rc.loras = e->loras_;
   if (spec.method == "ngram") {
