@@ -64,6 +64,13 @@ class EngineImpl final : public Engine {
 
   Status add_request(GenerateRequest request, OutputCallback on_output) override {
     PAGODA_RETURN_IF_ERROR(sampling::validate(request.sampling, info_.vocab_size));
+    if (info_.is_encoder && request.sampling.pooling == PoolingType::kNone) {
+      return invalid_argument("model '{}' is an encoder ({}): it serves embeddings only", info_.id,
+                              info_.architecture);
+    }
+    if (request.sampling.pooling != PoolingType::kNone && !request.sampling.structured.empty()) {
+      return invalid_argument("an embedding request cannot have a structured-output constraint");
+    }
     engine::SamplingGate gate;
     if (!request.sampling.structured.empty()) {
       // The constraint is checked here (every keyword: a constraint we cannot enforce is refused
@@ -250,6 +257,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   info.architecture = mc.arch;
   info.context_length = max_model_len;
   info.vocab_size = mc.vocab_size;
+  info.hidden_size = mc.hidden_dim;
   info.chat_template =
       config.chat_template.empty() ? e->loaded_.chat_template : config.chat_template;
   info.bos_token = token_text(tok, tok.vocab().bos_id);
