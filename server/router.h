@@ -5,9 +5,9 @@
 // it), route, method, Content-Length and, on the JSON endpoints, Content-Type (415 unless
 // application/json). handle() answers a complete request: /health, /metrics, /v1/models,
 // /tokenize, /detokenize, /v1/messages/count_tokens and GET / DELETE /v1/responses/{id}
-// directly; /v1/chat/completions, /v1/completions, /v1/messages (Anthropic) and /v1/responses
-// through a GenerationJob (the last two with their API's ResponseEncoder). Paths are matched
-// exactly (no normalisation: "//v1/models", "/v1/../x" and
+// directly; /v1/embeddings through an EmbeddingJob; /v1/chat/completions, /v1/completions,
+// /v1/messages (Anthropic) and /v1/responses through a GenerationJob (the last two with their API's
+// ResponseEncoder). Paths are matched exactly (no normalisation: "//v1/models", "/v1/../x" and
 // "%2e%2e" are simply unknown).
 #pragma once
 
@@ -52,6 +52,7 @@ class Router {
     kCountTokens,  // Anthropic: POST /v1/messages/count_tokens
     kResponses,    // POST /v1/responses
     kResponse,     // GET / DELETE /v1/responses/{id}
+    kEmbeddings,   // POST /v1/embeddings
   };
   struct Route {
     RouteId id;
@@ -75,6 +76,8 @@ class Router {
   HttpResponse stored_response(const std::string& method, std::string_view id) const;
   void generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
                 RouteId route);
+  // /v1/embeddings through an EmbeddingJob.
+  void embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request);
   // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
   std::string effective_cache_salt(const std::string& client_salt, const RequestHead& head) const;
   // 503 while loading / draining / after the engine loop died; nullopt when ready.

@@ -22,13 +22,13 @@ struct ForwardBatch {
   // Rows whose logits are wanted, in output order (e.g. the last row of each sequence that
   // samples, or every row for `pagoda logits`).
   std::span<const int32_t> logit_rows;
+  // Attention with the flash-style online softmax instead of the exact one (kernels/attention.h).
+  bool flash_attention = false;
   // Rows whose final hidden state (after the output norm, before the output projection) is
   // wanted, in output order (pooling: embedding requests). Written to `hidden`:
   // [hidden_rows.size(), hidden_dim] f32 (must be non-null when hidden_rows is not empty).
   std::span<const int32_t> hidden_rows;
   float* hidden = nullptr;
-  // Attention with the flash-style online softmax instead of the exact one (kernels/attention.h).
-  bool flash_attention = false;
 };
 
 }  // namespace pagoda::model
