@@ -7,6 +7,7 @@ set -euo pipefail
 BUILD_PKGS=(
   cmake ninja-build g++ pkg-config make
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libxxhash-dev
+  libicu-dev
   libhwy-dev libdnnl-dev ocl-icd-opencl-dev
   libboost1.81-dev prometheus-cpp-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/anthropic_messages.h"
+#include "server/embedding_job.h"
 #include "server/generation_job.h"
 #include "server/http_framing.h"
 #include "server/http_session.h"
@@ -75,6 +76,7 @@ std::optional<Router::Route> Router::find_route(std::string_view path) {
   if (path == "/v1/responses") return Route{RouteId::kResponses, "POST", false};
   if (path == "/v1/load_lora_adapter") return Route{RouteId::kLoadLora, "POST", false};
   if (path == "/v1/unload_lora_adapter") return Route{RouteId::kUnloadLora, "POST", false};
+  if (path == "/v1/embeddings") return Route{RouteId::kEmbeddings, "POST", false};
   if (path.size() > kResponsePrefix.size() && path.starts_with(kResponsePrefix) &&
       path.find('/', kResponsePrefix.size()) == std::string_view::npos) {
     return Route{RouteId::kResponse, "GET", false};
@@ -349,6 +351,9 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
     case RouteId::kResponses:
       generate(session, request, route->id);
       return;
+    case RouteId::kEmbeddings:
+      embed(session, request);
+      return;
     default:
       break;
   }
@@ -619,6 +624,21 @@ void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpReq
   auto job =
       std::make_shared<GenerationJob>(std::move(spec), engine, state_, session, std::move(encoder));
   job->start();
+}
+
+void Router::embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request) {
+  if (auto err = not_ready()) {
+    session->respond_error(*err);
+    return;
+  }
+  Engine& engine = *state_.engine();
+  EmbeddingsSpec spec;
+  if (auto err = parse_embeddings_request(request.body, engine, state_.config(), spec)) {
+    state_.metrics().count_rejection(Rejection::kInvalid);
+    session->respond_error(*err);
+    return;
+  }
+  std::make_shared<EmbeddingJob>(std::move(spec), engine, state_, session)->start();
 }
 
 }  // namespace pagoda::server

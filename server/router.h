@@ -5,10 +5,11 @@
 // is answered without it), route, method, Content-Length and, on the JSON endpoints,
 // Content-Type (415 unless application/json). handle() answers a complete request: /health,
 // /metrics, the web page (GET /, server/web_assets.h), /v1/models, /tokenize, /detokenize,
-// /v1/messages/count_tokens and GET / DELETE /v1/responses/{id} directly; /v1/chat/completions,
-// /v1/completions, /v1/messages (Anthropic) and /v1/responses through a GenerationJob (the last
-// two with their API's ResponseEncoder). Paths are matched exactly (no normalisation:
-// "//v1/models", "/v1/../x" and "%2e%2e" are simply unknown).
+// /v1/messages/count_tokens and GET / DELETE /v1/responses/{id} directly; /v1/embeddings through
+// an EmbeddingJob; /v1/chat/completions, /v1/completions, /v1/messages (Anthropic) and
+// /v1/responses through a GenerationJob (the last two with their API's ResponseEncoder). Paths
+// are matched exactly (no normalisation: "//v1/models", "/v1/../x" and "%2e%2e" are simply
+// unknown).
 #pragma once
 
 #include <atomic>
@@ -55,6 +56,7 @@ class Router {
     kWebAsset,     // GET / and the web page's files (server/web_assets.h)
     kLoadLora,     // POST /v1/load_lora_adapter (server/lora_routes.h)
     kUnloadLora,   // POST /v1/unload_lora_adapter
+    kEmbeddings,   // POST /v1/embeddings
   };
   struct Route {
     RouteId id;
@@ -78,6 +80,8 @@ class Router {
   HttpResponse stored_response(const std::string& method, std::string_view id) const;
   void generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
                 RouteId route);
+  // /v1/embeddings through an EmbeddingJob.
+  void embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request);
   // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
   std::string effective_cache_salt(const std::string& client_salt, const RequestHead& head) const;
   // 503 while loading / draining / after the engine loop died; nullopt when ready.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pagoda/output_parser.h"
+#include "pagoda/sampling_params.h"
 
 namespace pagoda::server {
 
@@ -73,6 +74,11 @@ struct ServerConfig {
   int32_t max_logit_bias = 1024;
   int32_t max_batch_prompts = 64;  // prompts in one /v1/completions request
   int32_t max_json_depth = 64;
+  int32_t max_embedding_inputs = 2048;  // items of one /v1/embeddings `input` (OpenAI's cap)
+
+  // /v1/embeddings: the pooling of a decoder model's final hidden states (--pooling last|mean);
+  // nullopt = the model's own (encoders), and a decoder then serves no embeddings.
+  std::optional<PoolingType> pooling;
 
   // The Responses API's store of responses (store: true): entries, bytes, time to live.
   size_t response_store_max_entries = 10000;

@@ -43,6 +43,7 @@ struct ServeOpts {
   std::string reasoning_parser = "none";
   std::string chat_template_file;
   std::string prefix_cache_isolation = "api-key";
+  std::string pooling;  // /v1/embeddings: "" (the model's own) | last | mean | cls
 };
 
 // "a,b" -> {"a", "b"} (empty items dropped).
@@ -204,6 +205,15 @@ int run_serve(ServeOpts o) {
     return fail("--prefix-cache-isolation: expected none, api-key or salt, got '" +
                 o.prefix_cache_isolation + "'");
   }
+  if (o.pooling == "last") {
+    sc.pooling = PoolingType::kLast;
+  } else if (o.pooling == "mean") {
+    sc.pooling = PoolingType::kMean;
+  } else if (o.pooling == "cls") {
+    sc.pooling = PoolingType::kCls;
+  } else if (!o.pooling.empty()) {
+    return fail("--pooling: expected last, mean or cls, got '" + o.pooling + "'");
+  }
   for (std::vector<std::string>* list : {&sc.allowed_hosts, &sc.allowed_origins}) {
     std::vector<std::string> flat;
     for (const std::string& item : *list) {
@@ -322,6 +332,10 @@ void register_serve(CLI::App& app, CommandAction& action) {
   cmd->add_option("--reasoning-parser", o.reasoning_parser,
                   "Split <think>...</think> into reasoning_content: none | deepseek_r1 | qwen3")
       ->capture_default_str();
+  cmd->add_option("--pooling", o.pooling,
+                  "/v1/embeddings: pool the final hidden states (after the final norm, "
+                  "L2-normalised) at the last token | mean over the tokens | cls (position 0); "
+                  "default: the model's own (encoders), none for decoders");
   cmd->callback([&action, opts] { action = [opts] { return run_serve(*opts); }; });
 }
 

@@ -166,6 +166,9 @@ struct RequestOutput {
   // finish_reason == kError: what failed. kInvalidArgument: the request itself (its grammar
   // cannot be compiled); kInternal (the default): the engine.
   StatusCode error_code = StatusCode::kInternal;
+  // Embedding requests (SamplingParams::pooling): the pooled, L2-normalised hidden state
+  // [ModelInfo::hidden_size], on the finished output only.
+  std::vector<float> embedding;
   RequestUsage usage;      // on finished outputs (per sample: prompt counted in each)
   RequestTimings timings;  // on finished outputs
 };
@@ -216,6 +219,11 @@ struct ModelInfo {
   int32_t vocab_size = 0;
   std::string chat_template;
   std::string bos_token, eos_token;
+  int32_t hidden_size = 0;  // the length of RequestOutput::embedding
+  // Encoders (BERT): no generation, only embedding requests; their attention is bidirectional.
+  bool is_encoder = false;
+  // The pooling the model was trained for (encoders: from their config), kNone if none.
+  PoolingType default_pooling = PoolingType::kNone;
 };
 
 // Receives a request's outputs on the engine thread, in order per sample; the last one of each

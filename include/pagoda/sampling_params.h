@@ -40,6 +40,13 @@ struct StructuredOutputs {
   bool operator==(const StructuredOutputs&) const = default;
 };
 
+// Embedding requests: the request computes its prompt and, instead of sampling, returns one
+// vector pooled from the model's final hidden states (after the final norm), L2-normalised
+// (RequestOutput::embedding). kLast: the last prompt position; kMean: the mean over every prompt
+// position; kCls: position 0 (encoders' [CLS]). Rides in SamplingParams so that it reaches the
+// runner with the request's other per-request options (step::ScheduledRequest::sampling).
+enum class PoolingType { kNone, kLast, kMean, kCls };
+
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
   int32_t top_k = 0;                // 0 or -1 = disabled
@@ -60,6 +67,9 @@ struct SamplingParams {
   // allowed only where the constraint may end. Engine::add_request compiles it (invalid_argument
   // names an unsupported schema keyword or a syntax error).
   StructuredOutputs structured;
+  // kNone: a generation request. Otherwise an embedding request (see PoolingType): n must be 1,
+  // and it never samples (no tokens, finish_reason kStop once its prompt is computed).
+  PoolingType pooling = PoolingType::kNone;
 
   bool is_greedy() const { return temperature <= 0.0f; }
 };

@@ -68,6 +68,13 @@ class EngineImpl final : public Engine {
 
   Status add_request(GenerateRequest request, OutputCallback on_output) override {
     PAGODA_RETURN_IF_ERROR(sampling::validate(request.sampling, info_.vocab_size));
+    if (info_.is_encoder && request.sampling.pooling == PoolingType::kNone) {
+      return invalid_argument("model '{}' is an encoder ({}): it serves embeddings only", info_.id,
+                              info_.architecture);
+    }
+    if (request.sampling.pooling != PoolingType::kNone && !request.sampling.structured.empty()) {
+      return invalid_argument("an embedding request cannot have a structured-output constraint");
+    }
     engine::SamplingGate gate;
     if (!request.sampling.structured.empty()) {
       // The constraint is checked here (every keyword: a constraint we cannot enforce is refused
@@ -296,12 +303,14 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   cc.scheduler.max_num_seqs = config.max_num_seqs;
   cc.scheduler.max_num_batched_tokens = config.max_num_batched_tokens;
   cc.scheduler.max_model_len = max_model_len;
-  cc.scheduler.enable_chunked_prefill = config.enable_chunked_prefill;
+  // An encoder attends bidirectionally within the step that computes a sequence (no KV cache):
+  // its prompt is computed whole, and nothing is shared through the prefix cache.
+  cc.scheduler.enable_chunked_prefill = config.enable_chunked_prefill && !mc.encoder;
   cc.scheduler.policy = policy;
   cc.scheduler.max_num_waiting = config.max_queue;
   cc.scheduler.kv.num_blocks = static_cast<int32_t>(num_blocks);
   cc.scheduler.kv.block_size = config.block_size;
-  cc.scheduler.kv.enable_prefix_caching = config.enable_prefix_caching;
+  cc.scheduler.kv.enable_prefix_caching = config.enable_prefix_caching && !mc.encoder;
   if (!spec.method.empty()) {
     cc.scheduler.speculative.num_speculative_tokens = spec.num_speculative_tokens;
     cc.scheduler.speculative.disable_batch_tokens = spec.disable_batch_tokens;
@@ -323,6 +332,21 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   info.architecture = mc.arch;
   info.context_length = max_model_len;
   info.vocab_size = mc.vocab_size;
+  info.hidden_size = mc.hidden_dim;
+  info.is_encoder = mc.encoder;
+  switch (mc.pooling_type) {  // GGUF {arch}.pooling_type, as llama.cpp numbers it
+    case 1:
+      info.default_pooling = PoolingType::kMean;
+      break;
+    case 2:
+      info.default_pooling = PoolingType::kCls;
+      break;
+    case 3:
+      info.default_pooling = PoolingType::kLast;
+      break;
+    default:
+      info.default_pooling = mc.encoder ? PoolingType::kCls : PoolingType::kNone;
+  }
   info.chat_template =
       config.chat_template.empty() ? e->loaded_.chat_template : config.chat_template;
   info.bos_token = token_text(tok, tok.vocab().bos_id);

@@ -390,6 +390,7 @@ void EngineCore::process_events(const std::vector<RequestEvent>& events, const s
         prompt_tokens_total_ += ev.num_prompt_tokens;
       }
     }
+    if (!ev.embedding.empty()) prompt_tokens_total_ += ev.num_prompt_tokens;
     SequenceOutputState::Processed p = state.process(ev, now, error);
     if (p.needs_abort) (void)scheduler_.abort(ev.id);
     if (group.wants_prompt_logprobs && !it->second.prompt_logprobs_sent) {

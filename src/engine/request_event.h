@@ -19,6 +19,7 @@ struct RequestEvent {
                                               // last of new_token_ids)
   std::optional<RequestId> parent_id;         // set on every event of a forked child
   int32_t sample_index = 0;                   // which of the parent's n samples this sequence is
+  std::vector<float> embedding;               // pooling requests: on their finishing event
   int64_t num_output_tokens = 0;              // total outputs after this event
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache at admission

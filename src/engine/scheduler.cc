@@ -70,6 +70,9 @@ Result<RequestId> Scheduler::add_request(NewRequest request) {
     return invalid_argument("n must be in [1, max_num_seqs={}], got {}", config_.max_num_seqs,
                             request.n);
   }
+  if (request.sampling.pooling != PoolingType::kNone && request.n != 1) {
+    return invalid_argument("n must be 1 for an embedding (pooling) request, got {}", request.n);
+  }
   const int64_t total = num_prompt + stop.max_tokens;  // both bounded far below overflow
   if (config_.max_model_len > 0 && total > config_.max_model_len) {
     return invalid_argument("prompt ({} tokens) + max_tokens ({}) exceeds max_model_len ({})",
@@ -273,8 +276,10 @@ step::StepPlan Scheduler::schedule() {
       if (num_seqs + seqs > config_.max_num_seqs) break;
       PAGODA_CHECK(r->num_computed_tokens_ == 0);
       // A request that wants prompt logprobs computes every prompt position (no prefix hit), so
-      // each one has its logits row; its blocks are still published for others.
-      const kv::PrefixHit hit = r->sampling_->prompt_logprobs >= 0
+      // each one has its logits row; its blocks are still published for others. Pooling reads
+      // every prompt position's hidden state: nothing may be skipped either.
+      const kv::PrefixHit hit = r->sampling_->prompt_logprobs >= 0 ||
+                                        r->sampling_->pooling != PoolingType::kNone
                                     ? kv::PrefixHit{}
                                     : kv_.get_computed_blocks(r->kv_view());
       int64_t uncomputed = r->num_tokens() - hit.num_tokens;
@@ -478,9 +483,18 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
                                plan.step_id);
   }
   // Validate everything before changing anything.
-  size_t k = 0;
+  size_t k = 0, num_pooled = 0;
   for (const step::ScheduledRequest& s : plan.requests) {
     if (s.num_samples == 0) continue;
+    if (s.sampling->pooling != PoolingType::kNone) {
+      if (num_pooled >= output.embeddings.size() || output.embeddings[num_pooled].id != s.id ||
+          output.embeddings[num_pooled].values.empty() || s.num_draft_tokens != 0) {
+        return internal_error("runner output embeddings[{}] is missing, empty or not request {}'s",
+                              num_pooled, s.id);
+      }
+      ++num_pooled;
+      continue;
+    }
     if (k >= output.sampled.size()) {
       return internal_error("runner output has {} sampled entries; the plan needs more",
                             output.sampled.size());
@@ -511,19 +525,36 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
     }
     ++k;
   }
-  if (k != output.sampled.size()) {
-    return internal_error("runner output has {} sampled entries, plan expects {}",
-                          output.sampled.size(), k);
+  if (k != output.sampled.size() || num_pooled != output.embeddings.size()) {
+    return internal_error(
+        "runner output has {} sampled entries and {} embeddings, plan expects {}"
+        " and {}",
+        output.sampled.size(), output.embeddings.size(), k, num_pooled);
   }
   outstanding_step_.reset();
 
   std::vector<RequestEvent> events;
   k = 0;
+  num_pooled = 0;
   for (const step::ScheduledRequest& s : plan.requests) {
-    const step::SampledTokens* o = s.num_samples > 0 ? &output.sampled[k++] : nullptr;
+    const bool pooling = s.sampling->pooling != PoolingType::kNone;
+    const step::PooledEmbedding* pooled =
+        pooling && s.num_samples > 0 ? &output.embeddings[num_pooled++] : nullptr;
+    const step::SampledTokens* o = !pooling && s.num_samples > 0 ? &output.sampled[k++] : nullptr;
     Request* r = lookup(s.id);
     if (r == nullptr) continue;  // aborted while in flight
     r->in_flight_ = false;
+    if (pooled != nullptr) {
+      // An embedding request ends once its prompt is computed: no token is appended.
+      RequestEvent ev;
+      ev.id = r->id_;
+      fill_event_info(*r, ev);
+      ev.embedding = pooled->values;
+      ev.finish_reason = FinishReason::kStop;
+      finish(r, FinishReason::kStop);
+      events.push_back(std::move(ev));
+      continue;
+    }
     if (o == nullptr) continue;
     const auto lp = [o](size_t i) { return o->logprobs.empty() ? nullptr : &o->logprobs[i]; };
     // Fork first, so every child starts from exactly the parent's tokens and blocks.

@@ -82,6 +82,7 @@ SequenceOutputState::Processed SequenceOutputState::process(const RequestEvent& 
     }
   }
 
+  if (!ev.embedding.empty()) out.embedding = ev.embedding;
   std::optional<FinishReason> reason = ev.finish_reason;
   if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
     // The sequence ends normally: flush what the detokenizer and the matcher hold (a stop string

@@ -102,6 +102,20 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     PAGODA_ASSIGN_OR_RETURN(double base, f.get_float(a + "rope.freq_base"));
     c.rope_theta = static_cast<float>(base);
   }
+  if (f.find(a + "attention.layer_norm_epsilon") != nullptr) {  // encoders' LayerNorm
+    PAGODA_ASSIGN_OR_RETURN(double eps, f.get_float(a + "attention.layer_norm_epsilon"));
+    if (!(eps >= 0) || eps > L::kMaxRmsNormEps) {
+      return invalid_argument("{}attention.layer_norm_epsilon {} is out of range", a, eps);
+    }
+    c.layer_norm_eps = static_cast<float>(eps);
+  }
+  if (f.find(a + "pooling_type") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(int64_t pooling, f.get_int(a + "pooling_type"));
+    if (pooling < 0 || pooling > 4) {
+      return invalid_argument("{}pooling_type {} is out of range [0, 4]", a, pooling);
+    }
+    c.pooling_type = static_cast<int32_t>(pooling);
+  }
   if (f.find(a + "attention.layer_norm_rms_epsilon") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(double eps, f.get_float(a + "attention.layer_norm_rms_epsilon"));
     c.rms_norm_eps = static_cast<float>(eps);

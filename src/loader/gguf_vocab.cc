@@ -103,8 +103,27 @@ Result<Vocab> load_vocab(const format::GgufFile& file) {
       vocab.pre = std::string(*pre);
     }
     apply_pre_defaults(vocab);
+  } else if (model == "bert") {
+    // llama.cpp's converter stores BERT's WordPiece vocabulary in "phantom space" form: a word's
+    // first piece with a leading U+2581, a continuation without its "##". Back to the Hugging
+    // Face form the WordPiece encoder matches; [CLS]-style specials are kept. llama.cpp always
+    // lower-cases (uncased models); so do we.
+    vocab.kind = VocabKind::kWordPiece;
+    vocab.add_space_prefix = true;  // decoding: the first word loses its separating space
+    vocab.clean_spaces = true;
+    vocab.add_bos = true;
+    vocab.add_eos = true;
+    constexpr std::string_view kPhantom = "\u2581";
+    for (std::string& t : vocab.tokens) {
+      if (t.starts_with(kPhantom)) {
+        t.erase(0, kPhantom.size());
+      } else if (!(t.size() >= 2 && t.front() == '[' && t.back() == ']')) {
+        t.insert(0, "##");
+      }
+    }
   } else {
-    return unimplemented("tokenizer.ggml.model '{}' is not supported (llama, gpt2 are)", model);
+    return unimplemented("tokenizer.ggml.model '{}' is not supported (llama, gpt2, bert are)",
+                         model);
   }
 
   PAGODA_ASSIGN_OR_RETURN(auto add_prefix,
@@ -158,6 +177,13 @@ Result<Vocab> load_vocab(const format::GgufFile& file) {
   };
   for (const IdKey& k : id_keys)
     PAGODA_RETURN_IF_ERROR(read_id(file, k.key, n, *k.id));
+  if (vocab.kind == VocabKind::kWordPiece) {
+    // [CLS] text [SEP]: the cls and separator ids when the file names them.
+    std::optional<TokenId> cls;
+    PAGODA_RETURN_IF_ERROR(read_id(file, "tokenizer.ggml.cls_token_id", n, cls));
+    if (cls) vocab.bos_id = cls;
+    if (vocab.sep_id) vocab.eos_id = vocab.sep_id;
+  }
 
   PAGODA_ASSIGN_OR_RETURN(auto add_bos,
                           optional_key(file.get_bool("tokenizer.ggml.add_bos_token")));

@@ -406,6 +406,17 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     }
     kernels::add_inplace(x, out, T * hidden);
   }
+  const int64_t H = static_cast<int64_t>(batch.hidden_rows.size());
+  if (H > 0) {
+    kernels::team_first([&] {
+      for (int64_t r = 0; r < H; ++r) {
+        std::memcpy(batch.hidden + r * hidden,
+                    x + batch.hidden_rows[static_cast<size_t>(r)] * hidden,
+                    static_cast<size_t>(hidden) * sizeof(float));
+      }
+    });
+    kernels::rms_norm(batch.hidden, w_.output_norm.data(), H, hidden, c.rms_norm_eps, batch.hidden);
+  }
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
   const auto logit_bytes = static_cast<size_t>(R * c.vocab_size) * sizeof(float);
   if (!last_stage) {

@@ -38,6 +38,11 @@ struct ForwardBatch {
   // Block copies the caller already made in its KV cache for this step (KvStorage::copy_block):
   // a tensor-parallel model repeats them in the other ranks' caches before the pass.
   std::span<const KvBlockCopy> block_copies;
+  // Rows whose final hidden state (after the output norm, before the output projection) is
+  // wanted, in output order (pooling: embedding requests). Written to `hidden`:
+  // [hidden_rows.size(), hidden_dim] f32 (must be non-null when hidden_rows is not empty).
+  std::span<const int32_t> hidden_rows;
+  float* hidden = nullptr;
 };
 
 }  // namespace pagoda::model

@@ -132,6 +132,15 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
       return invalid_argument("logit row {} is outside the batch", r);
     }
   }
+  for (int32_t r : batch.hidden_rows) {
+    if (r < 0 || static_cast<size_t>(r) >= n) {
+      return invalid_argument("hidden row {} is outside the batch", r);
+    }
+  }
+  if (!batch.hidden_rows.empty() && batch.hidden == nullptr) {
+    return invalid_argument("{} hidden rows requested without an output buffer",
+                            batch.hidden_rows.size());
+  }
   const backend::TensorParallel tp = peers(backend_);
   if (tp.size > 1 && tp.rank == 0 && (n > 0 || !batch.block_copies.empty())) {
     const kernels::KvLayerView& kv = kv_layers[0];

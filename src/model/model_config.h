@@ -115,6 +115,13 @@ struct ModelConfig {
   float final_softcap = 0;  // logits l -> c tanh(l / c) (final_logit_softcapping; 0: none)
   int32_t sliding_window = 0;  // attention.sliding_window (0: none), on sliding_layers
   SlidingLayers sliding_layers = SlidingLayers::kNone;
+  // Encoders (BERT, model/encoder.h): bidirectional attention within each sequence (computed
+  // whole in one step), absolute position and token-type embeddings, post-LayerNorm blocks with
+  // layer_norm_eps (attention.layer_norm_epsilon), GELU; no LM head. pooling_type is the file's
+  // {arch}.pooling_type (0 none, 1 mean, 2 cls).
+  bool encoder = false;
+  float layer_norm_eps = 1e-12f;
+  int32_t pooling_type = 0;
 
   // The attention window of layer `layer` (0: the whole causal context).
   int32_t layer_window(int32_t layer) const {

@@ -1,6 +1,7 @@
 #include "runner/model_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "kernels/isa.h"
@@ -95,7 +96,12 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
   const auto tokens = std::span<const int32_t>(history);
   return RequestState{
       make_sampler(entry, entry.sample_index, tokens.first(num_prompt), tokens.subspan(num_prompt)),
-      nullptr, false, history, num_prompt};
+      nullptr,
+      false,
+      history,
+      num_prompt,
+      {},
+      0};
 }
 
 sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
@@ -115,6 +121,9 @@ Status ModelRunner::forward_step() {
   batch.positions = positions_;
   batch.sequences = slices_;
   batch.logit_rows = logit_rows_;
+  hidden_.resize(hidden_rows_.size() * static_cast<size_t>(model_.config().hidden_dim));
+  batch.hidden_rows = hidden_rows_;
+  batch.hidden = hidden_.data();
   batch.flash_attention = flash_attention_;
   batch.block_copies = copies_;
   Status status = model_.forward(batch, storage_.layers(), logits_.data());
@@ -133,6 +142,7 @@ Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows)
   for (int64_t i = 0; i < t; ++i)
     positions_[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   logit_rows_.clear();
+  hidden_rows_.clear();
   for (int64_t r = t - rows; r < t; ++r)
     logit_rows_.push_back(static_cast<int32_t>(r));
   std::vector<kv::BlockId> table;
@@ -164,11 +174,14 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   tokens_.clear();
   positions_.clear();
   logit_rows_.clear();
+  hidden_rows_.clear();
   slices_.clear();
   step_loras_.clear();
   // Per plan entry: its first sampling row, and its prompt-logprobs rows (prompt_logprobs).
   std::vector<size_t> sample_rows(plan.requests.size(), 0);
   std::vector<PromptRows> prompt_rows;
+  std::vector<std::pair<size_t, size_t>> pooled;  // per plan entry: first hidden row, count
+  pooled.reserve(plan.requests.size());
   for (size_t e = 0; e < plan.requests.size(); ++e) {
     const step::ScheduledRequest& entry = plan.requests[e];
     model::SequenceSlice slice;
@@ -201,7 +214,14 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       }
     }
     sample_rows[e] = logit_rows_.size();
-    if (entry.num_samples > 0) {
+    const size_t first_hidden = hidden_rows_.size();
+    if (entry.sampling->pooling != PoolingType::kNone) {
+      if (entry.num_draft_tokens != 0 || entry.num_samples > 1) {
+        return internal_error("pooling request {}: {} drafts, {} samples", entry.id,
+                              entry.num_draft_tokens, entry.num_samples);
+      }
+      add_hidden_rows(entry, slice.token_begin, slice.num_tokens);
+    } else if (entry.num_samples > 0) {
       // One row per position from the newest known token on (drafts after it).
       if (entry.num_draft_tokens < 0 || entry.num_draft_tokens >= slice.num_tokens ||
           (entry.num_draft_tokens > 0 && entry.num_samples != 1)) {
@@ -211,6 +231,7 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       for (int32_t j = entry.num_draft_tokens; j >= 0; --j)
         logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1 - j);
     }
+    pooled.emplace_back(first_hidden, hidden_rows_.size() - first_hidden);
     slices_.push_back(slice);
     // Every request's state starts with its first step since admission (a prefill chunk too,
     // so the sampler sees the whole history and a recompute restores the RNG and outputs).
@@ -227,12 +248,27 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     const step::ScheduledRequest* entry = nullptr;
     RequestState* state = nullptr;
     const float* logits = nullptr;
+    bool pooled = false;  // a pooling request: its output is pooled_embedding
     step::SampledTokens sampled;
+    step::PooledEmbedding pooled_embedding;
     Status status;
   };
   std::vector<Job> jobs;
   for (size_t e = 0; e < plan.requests.size(); ++e) {
     const step::ScheduledRequest& entry = plan.requests[e];
+    if (entry.sampling->pooling != PoolingType::kNone) {
+      auto it = states_.find(entry.id);
+      if (it == states_.end()) {
+        return internal_error("request {} pools without having been scheduled as new", entry.id);
+      }
+      Job job;
+      job.entry = &entry;
+      job.pooled = true;
+      PAGODA_RETURN_IF_ERROR(
+          pool_request(entry, it->second, pooled[e].first, pooled[e].second, job.pooled_embedding));
+      if (entry.num_samples > 0) jobs.push_back(std::move(job));
+      continue;
+    }
     if (entry.num_samples <= 0) continue;
     Job job;
     job.entry = &entry;
@@ -261,6 +297,7 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t j = 0; j < num_jobs; ++j) {
       Job& job = jobs[static_cast<size_t>(j)];
+      if (job.pooled) continue;
       job.status = sample_request(*job.entry, *job.state, job.logits, vocab, mask, scratch, masked,
                                   job.sampled);
     }
@@ -268,7 +305,11 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   step::StepOutput out;
   for (Job& job : jobs) {
     PAGODA_RETURN_IF_ERROR(job.status);
-    out.sampled.push_back(std::move(job.sampled));
+    if (job.pooled) {
+      out.embeddings.push_back(std::move(job.pooled_embedding));
+    } else {
+      out.sampled.push_back(std::move(job.sampled));
+    }
   }
   PAGODA_RETURN_IF_ERROR(collect_prompt_logprobs(plan, prompt_rows, out));
   return out;
@@ -300,6 +341,51 @@ Status ModelRunner::collect_prompt_logprobs(const step::StepPlan& plan,
     }
     out.prompt_logprobs.push_back(std::move(lp));
   }
+  return Status();
+}
+
+void ModelRunner::add_hidden_rows(const step::ScheduledRequest& entry, int32_t begin, int32_t n) {
+  switch (entry.sampling->pooling) {
+    case PoolingType::kLast:
+      if (entry.num_samples > 0) hidden_rows_.push_back(begin + n - 1);
+      break;
+    case PoolingType::kMean:
+      for (int32_t i = 0; i < n; ++i)
+        hidden_rows_.push_back(begin + i);
+      break;
+    case PoolingType::kCls:
+      if (entry.num_computed_tokens == 0) hidden_rows_.push_back(begin);
+      break;
+    case PoolingType::kNone:
+      break;
+  }
+}
+
+Status ModelRunner::pool_request(const step::ScheduledRequest& entry, RequestState& state,
+                                 size_t first, size_t rows, step::PooledEmbedding& pooled) const {
+  const auto dim = static_cast<size_t>(model_.config().hidden_dim);
+  state.pool_sum.resize(dim, 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* h = hidden_.data() + (first + r) * dim;
+    for (size_t i = 0; i < dim; ++i)
+      state.pool_sum[i] += h[i];
+  }
+  state.pool_count += static_cast<int64_t>(rows);
+  if (entry.num_samples <= 0) return Status();
+  if (state.pool_count <= 0) {
+    return internal_error("pooling request {} ends with no pooled position", entry.id);
+  }
+  // The mean (a single row for last / CLS pooling), then L2-normalised: the norm is the same
+  // for the sum, so normalising the sum is enough.
+  double norm = 0;
+  for (double v : state.pool_sum)
+    norm += v * v;
+  norm = std::sqrt(norm);
+  const double scale = norm > 0 ? 1.0 / norm : 0.0;
+  pooled.id = entry.id;
+  pooled.values.resize(dim);
+  for (size_t i = 0; i < dim; ++i)
+    pooled.values[i] = static_cast<float>(state.pool_sum[i] * scale);
   return Status();
 }
 

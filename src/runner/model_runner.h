@@ -68,6 +68,10 @@ class ModelRunner final : public step::Executor {
     bool constraint_built = false;
     std::vector<int32_t> tokens;
     size_t num_prompt = 0;
+    // Pooling requests: the sum of the pooled positions' final hidden states so far (mean
+    // pooling spans every prefill chunk) and how many there were.
+    std::vector<double> pool_sum;
+    int64_t pool_count = 0;
   };
 
   ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
@@ -97,6 +101,12 @@ class ModelRunner final : public step::Executor {
   };
   Status collect_prompt_logprobs(const step::StepPlan& plan, std::span<const PromptRows> rows,
                                  step::StepOutput& out) const;
+  // Pooling: the rows of `entry` (batch rows [begin, begin + n)) whose hidden state it pools.
+  void add_hidden_rows(const step::ScheduledRequest& entry, int32_t begin, int32_t n);
+  // Adds this step's pooled rows (`rows` of hidden_ from `first`) to the request's sum; when
+  // the entry samples, writes the L2-normalised mean to `pooled`.
+  Status pool_request(const step::ScheduledRequest& entry, RequestState& state, size_t first,
+                      size_t rows, step::PooledEmbedding& pooled) const;
   // Masks, samples and advances one request (thread-safe across requests); with drafts,
   // verifies them (logits: one row per position from the newest known token on).
   Status sample_request(const step::ScheduledRequest& entry, RequestState& state,
@@ -112,10 +122,10 @@ class ModelRunner final : public step::Executor {
   std::shared_ptr<const LoraRegistry> loras_;
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.
-  std::vector<int32_t> tokens_, positions_, logit_rows_;
+  std::vector<int32_t> tokens_, positions_, logit_rows_, hidden_rows_;
   std::vector<model::SequenceSlice> slices_;
   std::vector<model::KvBlockCopy> copies_;  // this step's, made here, repeated on TP peers
-  std::vector<float> logits_;
+  std::vector<float> logits_, hidden_;
   std::vector<std::shared_ptr<const model::LoraAdapter>> step_loras_;  // held for the step
 };
 

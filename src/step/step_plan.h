@@ -22,6 +22,11 @@
 //    one more token (the correction, or the bonus token when every draft was accepted). The KV
 //    written for rejected drafts is garbage the engine overwrites or frees; the engine never
 //    publishes a block holding a draft position in the prefix cache.
+//  - Pooling requests (sampling->pooling != kNone, n == 1, never drafts) have num_samples == 1
+//    on the step that computes their last prompt token; the runner returns their embedding
+//    (StepOutput::embeddings) instead of a token. Mean pooling needs every prompt position's hidden
+//    state, so such a request never starts from a prefix-cache hit (num_computed_tokens starts at
+//    0).
 //  - preempted_ids and finished_ids list requests whose per-request runner state (if any) can be
 //    dropped; their blocks may be reused by this very plan. A preempted request comes back later
 //    with is_new set and num_computed_tokens from 0 (or from its prefix-cache hit).
@@ -100,12 +105,21 @@ struct PromptLogprobs {
   std::vector<TokenLogprobs> entries;
 };
 
+// A pooling request's answer: its pooled, L2-normalised final hidden state (the request is then
+// finished; it draws no token).
+struct PooledEmbedding {
+  RequestId id = 0;
+  std::vector<float> values;  // [hidden], non-empty
+};
+
 // The runner's answer to a StepPlan: one entry per plan request with num_samples > 0, in plan
-// order (entries without sampling are omitted), and one prompt_logprobs entry per plan request
-// that asked for them and computed prompt positions with a known next prompt token.
+// order (entries without sampling are omitted): pooling requests' in `embeddings`, the others'
+// in `sampled`; and one prompt_logprobs entry per plan request that asked for them and computed
+// prompt positions with a known next prompt token.
 struct StepOutput {
   std::vector<SampledTokens> sampled;
   std::vector<PromptLogprobs> prompt_logprobs;
+  std::vector<PooledEmbedding> embeddings;
 };
 
 }  // namespace pagoda::step

@@ -13,6 +13,7 @@
 #include "tokenizer/spm_encoder.h"
 #include "tokenizer/token_index.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/wordpiece_encoder.h"
 
 namespace pagoda::tokenizer {
 namespace {
@@ -186,6 +187,9 @@ class VocabTokenizer final : public Tokenizer {
     }
     if (vocab_.kind == VocabKind::kSpm) {
       spm_ = std::make_unique<SpmEncoder>(vocab_, index_);
+    } else if (vocab_.kind == VocabKind::kWordPiece) {
+      if (!vocab_.unk_id) return invalid_argument("a WordPiece vocabulary needs unk_id ([UNK])");
+      wordpiece_ = std::make_unique<WordPieceEncoder>(index_, *vocab_.unk_id, vocab_.lower_case);
     } else {
       PAGODA_ASSIGN_OR_RETURN(bpe_, BpeEncoder::create(vocab_, index_));
     }
@@ -220,6 +224,8 @@ class VocabTokenizer final : public Tokenizer {
           }
         }
         spm_->encode(escaped, out);
+      } else if (wordpiece_) {
+        wordpiece_->encode(raw, out);
       } else {
         bpe_->encode(raw, out);
       }
@@ -271,6 +277,10 @@ class VocabTokenizer final : public Tokenizer {
         return text;
       case TokenType::kNormal:
         if (vocab_.kind == VocabKind::kBpe) return decode_byte_level(text);
+        if (vocab_.kind == VocabKind::kWordPiece) {
+          // Words are space-separated; a continuation piece joins the previous one.
+          return text.starts_with("##") ? text.substr(2) : " " + text;
+        }
         {
           std::string out;
           out.reserve(text.size());
@@ -301,6 +311,7 @@ class VocabTokenizer final : public Tokenizer {
   SpecialTokenMatcher special_;
   std::unique_ptr<SpmEncoder> spm_;
   std::unique_ptr<BpeEncoder> bpe_;
+  std::unique_ptr<WordPieceEncoder> wordpiece_;
   std::vector<std::string> pieces_;
 };
 

@@ -25,6 +25,9 @@ enum class TokenType : int32_t {
 enum class VocabKind {
   kSpm,  // SentencePiece-style BPE over scores, ▁ for spaces, <0xXX> byte fallback ("llama")
   kBpe,  // byte-level BPE over merges with a pre-tokenizer regex ("gpt2")
+  // BERT's WordPiece (tokenizer/wordpiece_encoder.h): tokens in Hugging Face form ("##ing" for a
+  // word's continuation pieces); unk_id required; [CLS] / [SEP] are bos / eos.
+  kWordPiece,
 };
 
 struct Vocab {
@@ -47,6 +50,7 @@ struct Vocab {
   // attribute, which it sets on every special token of Phi-3 models except <unk>, <s> and
   // <|endoftext|>; GGUF has no per-token attributes, so the loader decides from general.name).
   bool rstrip_special = false;
+  bool lower_case = true;  // WordPiece: BasicTokenizer's do_lower_case (and accent stripping)
 };
 
 }  // namespace pagoda::tokenizer

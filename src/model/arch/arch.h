@@ -34,6 +34,7 @@ extern const ArchDef kGemma2Arch;
 extern const ArchDef kQwen2MoeArch;
 extern const ArchDef kDeepseek2Arch;
 extern const ArchDef kQwen3Arch;
+extern const ArchDef kBertArch;  // an encoder (model/encoder.h)
 
 // The shared build for llama-family decoders (arch files may use it).
 Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,

@@ -1,7 +1,8 @@
 // Fuzzes the tokenizers on arbitrary bytes: every pre-tokenizer over a byte-level BPE vocabulary
 // and an SPM vocabulary with byte fallback (ids in range, decode(encode(x), special) == x, the
 // detokenizer emits only valid UTF-8 and, for valid input, the text itself), plus vocabularies
-// built from the input itself (create() must fail cleanly or produce a working tokenizer).
+// built from the input itself (create() must fail cleanly or produce a working tokenizer), and
+// BERT's WordPiece (cased and uncased).
 // Input: byte 0 picks the mode, byte 1 the pre-tokenizer and options, the rest is text.
 #include <cstdint>
 #include <cstdlib>
@@ -90,13 +91,34 @@ Vocab spm_vocab() {
   return v;
 }
 
+// BERT's WordPiece (HF token form), uncased or cased by the selector.
+Vocab wordpiece_vocab(bool lower_case) {
+  Vocab v;
+  v.kind = VocabKind::kWordPiece;
+  v.tokens = {"[UNK]", "[CLS]", "[SEP]", "the", "un",           "##aff", "##able", "a",       "##a",
+              "b",     "##b",   ",",     "!",   "\xE5\x8D\x9A", "caf",   "##e",    "\xC3\xA9"};
+  v.token_types.assign(v.tokens.size(), TokenType::kNormal);
+  v.token_types[0] = TokenType::kUnknown;
+  v.token_types[1] = v.token_types[2] = TokenType::kControl;
+  v.unk_id = 0;
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.add_bos = v.add_eos = true;
+  v.clean_spaces = true;
+  v.lower_case = lower_case;
+  return v;
+}
+
 struct Tokenizers {
   std::vector<std::unique_ptr<Tokenizer>> bpe;
   std::unique_ptr<Tokenizer> spm;
+  std::unique_ptr<Tokenizer> wordpiece[2];
   Tokenizers() {
     for (const char* pre : kPres)
       bpe.push_back(std::move(Tokenizer::create(bpe_vocab(pre))).value());
     spm = std::move(Tokenizer::create(spm_vocab())).value();
+    wordpiece[0] = std::move(Tokenizer::create(wordpiece_vocab(false))).value();
+    wordpiece[1] = std::move(Tokenizer::create(wordpiece_vocab(true))).value();
   }
 };
 
@@ -113,6 +135,21 @@ void check_stream(const Tokenizer& tok, const std::vector<TokenId>& ids, std::st
   check(utf8::is_valid(tail));
   all += tail;
   if (expect_text && utf8::is_valid(text)) check(all == text);
+}
+
+// WordPiece is lossy (lower-casing, dropped controls, [UNK]): ids in range, [CLS] ... [SEP]
+// when asked, a bounded number of pieces, valid UTF-8 out.
+void fuzz_wordpiece(const Tokenizers& t, uint8_t sel, std::string_view text) {
+  const Tokenizer& tok = *t.wordpiece[sel & 1];
+  EncodeOptions opts;
+  opts.parse_special = (sel & 0x40) != 0;
+  opts.add_special = (sel & 0x80) != 0;
+  const std::vector<TokenId> ids = tok.encode(text, opts);
+  for (TokenId id : ids)
+    check(id >= 0 && id < tok.num_tokens());
+  check(ids.size() <= 3 * text.size() + 2);  // lower-casing may add characters
+  if (opts.add_special) check(ids.size() >= 2 && ids.front() == 1 && ids.back() == 2);
+  check_stream(tok, ids, text, false);
 }
 
 void fuzz_fixed(const Tokenizers& t, uint8_t sel, std::string_view text, bool spm) {
@@ -143,7 +180,8 @@ void fuzz_fixed(const Tokenizers& t, uint8_t sel, std::string_view text, bool sp
 // A vocabulary made of the input: lines are tokens; lines with a space are also merges.
 void fuzz_vocab(uint8_t sel, std::string_view text) {
   Vocab v;
-  v.kind = (sel & 1) ? VocabKind::kBpe : VocabKind::kSpm;
+  v.kind = (sel & 1) ? VocabKind::kBpe : ((sel & 0x10) ? VocabKind::kWordPiece : VocabKind::kSpm);
+  if (v.kind == VocabKind::kWordPiece && (sel & 0x08)) v.unk_id = 0;
   v.pre = kPres[(sel >> 1) % kNumPres];
   size_t pos = 0;
   while (pos <= text.size() && v.tokens.size() < 512) {
@@ -174,15 +212,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Tokenizers tokenizers;
   if (size < 2 || size > 4096) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 2, size - 2);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       fuzz_fixed(tokenizers, data[1], text, false);
       break;
     case 1:
       fuzz_fixed(tokenizers, data[1], text, true);
       break;
-    default:
+    case 2:
       fuzz_vocab(data[1], text);
+      break;
+    default:
+      fuzz_wordpiece(tokenizers, data[1], text);
       break;
   }
   return 0;

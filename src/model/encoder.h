@@ -1,0 +1,57 @@
+// EncoderModel: the BERT family's post-LayerNorm encoder (llama.cpp's GGUF `bert` layout):
+// token + absolute position + token-type embeddings → LayerNorm → N × [bidirectional
+// self-attention (q/k/v/output with biases) → residual → LayerNorm → GELU FFN (up/down with
+// biases) → residual → LayerNorm]. Attention runs over each sequence's own rows of the batch and
+// bypasses the KV cache: an encoder's sequence is computed whole in one step (the engine turns
+// chunked prefill and prefix caching off for encoders), so every token sees every other one and
+// nothing is reused. No LM head: logit rows come back zero; the output is the hidden rows
+// (ForwardBatch::hidden_rows) for pooling.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/model.h"
+#include "model/tensor_source.h"
+#include "model/weight_binding.h"
+
+namespace pagoda::model {
+
+struct EncoderLayer {
+  kernels::WeightView wq, wk, wv, wo;  // [hidden, hidden]
+  std::vector<float> bq, bk, bv, bo;   // [hidden]
+  std::vector<float> attn_norm_w, attn_norm_b;
+  kernels::WeightView up, down;     // [ffn, hidden], [hidden, ffn]
+  std::vector<float> b_up, b_down;  // [ffn], [hidden]
+  std::vector<float> out_norm_w, out_norm_b;
+};
+
+struct EncoderWeights {
+  kernels::WeightView token_embd;     // [vocab, hidden]
+  kernels::WeightView position_embd;  // [context_length, hidden]
+  kernels::WeightView token_types;    // [num_types, hidden]; type 0 is used
+  std::vector<float> embd_norm_w, embd_norm_b;
+  std::vector<EncoderLayer> layers;
+};
+
+// Binds the GGUF bert names: token_embd, position_embd, token_types, token_embd_norm,
+// blk.N.{attn_q,attn_k,attn_v,attn_output,attn_output_norm,ffn_up,ffn_down,layer_output_norm}.
+Result<EncoderWeights> bind_encoder_weights(const ModelConfig& config, const WeightBinder& binder);
+
+class EncoderModel final : public Model {
+ public:
+  EncoderModel(ModelConfig config, EncoderWeights weights, std::unique_ptr<TensorSource> source,
+               backend::Backend& backend)
+      : Model(std::move(config), backend), w_(std::move(weights)), source_(std::move(source)) {}
+
+ private:
+  // Precondition (the engine's encoder settings): every sequence slice starts at position 0.
+  void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
+                    float* logits) override;
+
+  EncoderWeights w_;
+  std::unique_ptr<TensorSource> source_;  // keeps the weight memory alive
+  std::vector<float> x_, q_, k_, v_, attn_, tmp_, ffn_, scores_;
+};
+
+}  // namespace pagoda::model
