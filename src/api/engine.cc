@@ -75,6 +75,10 @@ class EngineImpl final : public Engine {
     if (request.sampling.pooling != PoolingType::kNone && !request.sampling.structured.empty()) {
       return invalid_argument("an embedding request cannot have a structured-output constraint");
     }
+    if (request.sampling.pooling != PoolingType::kNone && model_parallel_) {
+      // Pipeline stages send back logits, not the last stage's hidden states.
+      return unimplemented("embedding requests with tensor or pipeline parallelism: not yet");
+    }
     engine::SamplingGate gate;
     if (!request.sampling.structured.empty()) {
       // The constraint is checked here (every keyword: a constraint we cannot enforce is refused
@@ -215,6 +219,9 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
       loader::load_model(config.model_path, api::model_backend(config.tensor_parallel_size,
                                                                config.pipeline_parallel_size)));
   const model::ModelConfig& mc = e->loaded_.model->config();
+  if (mc.encoder && (config.tensor_parallel_size > 1 || config.pipeline_parallel_size > 1)) {
+    return unimplemented("encoder models with tensor or pipeline parallelism: not yet");
+  }
   const tokenizer::Tokenizer& tok = *e->loaded_.tokenizer;
 
   int32_t max_model_len = config.max_model_len == 0 ? mc.context_length : config.max_model_len;
