@@ -24,8 +24,12 @@ namespace pagoda {
 // distribution (rejection sampling). See docs/design-notes.md.
 struct SpeculativeConfig {
   // "" = off; "ngram" = prompt lookup (the continuation of the latest earlier match of the
-  // output's last ngram_min..ngram_max tokens in the prompt and output; no second model).
+  // output's last ngram_min..ngram_max tokens in the prompt and output; no second model);
+  // "draft" = a smaller model with the same vocabulary (`model`) drafts autoregressively.
   std::string method;
+  // method "draft": a GGUF file or Hugging Face model directory. Its KV cache shares the
+  // target's block ids (the KV memory budget is split between the two by bytes per block).
+  std::string model;
   int32_t num_speculative_tokens = 4;  // most drafts per request per step, 1..64
   int32_t ngram_min = 1;
   int32_t ngram_max = 4;

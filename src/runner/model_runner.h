@@ -11,6 +11,7 @@
 #include "backend/kv_storage.h"
 #include "model/model.h"
 #include "runner/ngram_proposer.h"
+#include "runner/proposer.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
 #include "structured/constraint.h"
@@ -30,6 +31,11 @@ struct RunnerConfig {
   // Prompt-lookup speculative decoding: set, every sampled request gets draft proposals
   // (step::SampledTokens::draft_token_ids) for its next step.
   std::optional<NgramConfig> ngram;
+  // Draft-model speculative decoding (instead of ngram): the draft (outlives the runner; the
+  // target's vocabulary), its k, and the engine's max_num_seqs (sizes its scratch KV).
+  model::Model* draft_model = nullptr;
+  int32_t num_speculative_tokens = 4;
+  int32_t max_num_seqs = 64;
 };
 
 class ModelRunner final : public step::Executor {
@@ -53,6 +59,7 @@ class ModelRunner final : public step::Executor {
   Result<int64_t> warm_up(int32_t num_tokens, int32_t num_logit_rows);
 
   const KvStorage& storage() const { return storage_; }
+  const Proposer* proposer() const { return proposer_.get(); }
   size_t num_sampler_states() const { return states_.size(); }
 
  private:
@@ -65,6 +72,11 @@ class ModelRunner final : public step::Executor {
     bool constraint_built = false;
     std::vector<int32_t> tokens;
     size_t num_prompt = 0;
+    // The proposer's drafts for the next step and, for a draft model's sampled drafts, the
+    // distributions q they were drawn from ([drafts][vocab]; empty: point masses).
+    std::vector<int32_t> draft_tokens;
+    std::vector<float> draft_probs;
+    uint64_t draft_seed = 0;  // the draft RNG's stream (from the request's seed if it has one)
   };
 
   ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
@@ -84,6 +96,8 @@ class ModelRunner final : public step::Executor {
   static void apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
                          std::span<float> logits);
   RequestState make_state(const step::ScheduledRequest& entry) const;
+  // Asks the proposer for the next step's drafts (every entry, in plan order).
+  Status propose(const step::StepPlan& plan);
   // Masks, samples and advances one request (thread-safe across requests); with drafts,
   // verifies them (logits: one row per position from the newest known token on).
   Status sample_request(const step::ScheduledRequest& entry, RequestState& state,
@@ -95,7 +109,7 @@ class ModelRunner final : public step::Executor {
   KvStorage storage_;
   bool flash_attention_;
   std::shared_ptr<structured::GrammarCache> grammars_;
-  std::optional<NgramProposer> ngram_;
+  std::unique_ptr<Proposer> proposer_;  // null: no speculation
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.
   std::vector<int32_t> tokens_, positions_, logit_rows_;
