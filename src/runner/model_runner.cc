@@ -111,7 +111,13 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
   const auto tokens = std::span<const int32_t>(history);
   RequestState state{
       make_sampler(entry, entry.sample_index, tokens.first(num_prompt), tokens.subspan(num_prompt)),
-      nullptr, false, history, num_prompt, {}, {}, 0};
+      nullptr,
+      false,
+      history,
+      num_prompt,
+      {},
+      {},
+      0};
   if (entry.sampling->seed) {
     state.draft_seed = sampling::Sampler::derive_seed(*entry.sampling->seed ^ 0xd4af7d4af7ull,
                                                       entry.sample_index + 1);
