@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "engine/engine_core.h"
 #include "kernels/isa.h"
+#include "kernels/quant.h"
 #include "loader/model_loader.h"
 #include "runner/draft_model_proposer.h"
 #include "runner/model_runner.h"
@@ -158,9 +159,20 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     return invalid_argument("max_queue must be >= 0, got {}", config.max_queue);
   }
   const SpeculativeConfig& spec = config.speculative;
-  if (!spec.method.empty() && spec.method != "ngram" && spec.method != "draft") {
-    return invalid_argument("speculative method must be \"\" (off), ngram or draft, got '{}'",
+  if (!spec.method.empty() && spec.method != "ngram" && spec.method != "draft" &&
+      spec.method != "self") {
+    return invalid_argument("speculative method must be \"\" (off), ngram, draft or self, got '{}'",
                             spec.method);
+  }
+  std::optional<tensor::DType> self_draft_dtype;
+  if (spec.method == "self") {
+    self_draft_dtype = tensor::dtype_from_name(spec.self_draft_dtype);
+    if (!self_draft_dtype || !kernels::can_quantize(*self_draft_dtype)) {
+      return invalid_argument(
+          "speculative self_draft_dtype must be a type weights can be quantized to (q4_0, q8_0, "
+          "...), got '{}'",
+          spec.self_draft_dtype);
+    }
   }
   if ((spec.method == "draft") != !spec.model.empty()) {
     return invalid_argument(
@@ -212,6 +224,19 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     if (!draft.ok()) return draft.status().with_context("speculative model");
     e->draft_ = std::move(draft).value();
     PAGODA_RETURN_IF_ERROR(check_same_vocabulary(e->loaded_, e->draft_));
+  } else if (spec.method == "self") {
+    const auto start = std::chrono::steady_clock::now();
+    auto draft = loader::load_requantized_model(config.model_path, *self_draft_dtype);
+    if (!draft.ok()) return draft.status().with_context("speculative self-draft");
+    e->draft_.model = std::move(draft).value();
+    e->draft_.path = config.model_path;
+    PAGODA_LOG_INFO(
+        "self-draft: the model's weight matrices as {} in {:.0f} ms",
+        tensor::dtype_name(*self_draft_dtype),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  if (e->draft_.model) {
     // One block id = a target block and a draft block: split the budget by their sizes.
     PAGODA_ASSIGN_OR_RETURN(
         const uint64_t target_block,
@@ -248,7 +273,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   if (spec.method == "ngram") {
     rc.ngram = runner::NgramConfig{spec.ngram_min, spec.ngram_max, spec.num_speculative_tokens};
   }
-  if (spec.method == "draft") {
+  if (e->draft_.model) {
     rc.draft_model = e->draft_.model.get();
     rc.num_speculative_tokens = spec.num_speculative_tokens;
     rc.max_num_seqs = std::max<int32_t>(config.max_num_seqs, 1);

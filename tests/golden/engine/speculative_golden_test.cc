@@ -124,6 +124,11 @@ EngineConfig config(const Case& k, bool speculative) {
     c.speculative.model = model_path(k.draft);
     c.speculative.num_speculative_tokens = 4;
     c.speculative.disable_batch_tokens = 0;
+  } else if (speculative && k.method == "self") {
+    c.speculative.method = "self";
+    c.speculative.self_draft_dtype = "q4_0";
+    c.speculative.num_speculative_tokens = 4;
+    c.speculative.disable_batch_tokens = 0;
   } else if (speculative) {
     c.speculative.method = "ngram";
     c.speculative.num_speculative_tokens = 5;
@@ -316,7 +321,8 @@ INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGolden,
                          ::testing::Values(Case{"demo", "ngram", ""},
                                            Case{"llama-Q8_0.gguf", "ngram", ""},
                                            Case{"demo", "draft", "demo-draft"},
-                                           Case{"llama-Q8_0.gguf", "draft", "llama-Q4_0.gguf"}),
+                                           Case{"llama-Q8_0.gguf", "draft", "llama-Q4_0.gguf"},
+                                           Case{"llama-Q8_0.gguf", "self", ""}),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
                            std::string name =
                                param_info.param.model + "_" + param_info.param.method;
