@@ -290,6 +290,27 @@ TEST_P(SpeculativeGolden, SeededSamplingDoesNotDependOnTheBatch) {
   }
 }
 
+// A draft model with another tokenizer is refused at load, naming the mismatch.
+TEST(SpeculativeDraftModel, VocabularyMismatchIsRefused) {
+  const std::string llama = model_path("llama-Q4_0.gguf");
+  PAGODA_REQUIRE_FIXTURE(llama);
+  EngineConfig c = config(Case{"demo", "draft", "llama-Q4_0.gguf"}, true);
+  auto engine = Engine::create(c);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(engine.status().message().find("speculative model"), std::string::npos)
+      << engine.status().to_string();
+  EXPECT_NE(engine.status().message().find("vocabulary"), std::string::npos)
+      << engine.status().to_string();
+  c.speculative.model.clear();
+  EXPECT_FALSE(Engine::create(c).ok());  // method draft without a model
+  c = config(Case{"demo", "self", ""}, true);
+  c.speculative.self_draft_dtype = "q9_9";
+  engine = Engine::create(c);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("self_draft_dtype"), std::string::npos);
+}
+
 // The demo model drafting for itself: every greedy draft is the target's own next token, so
 // nearly all are accepted, unless the draft's KV cache (same block ids as the target's, caught up
 // after prefill chunks, accepted runs and rejections, scratch blocks past the table) is wrong
