@@ -6,6 +6,9 @@
 namespace pagoda::runner {
 namespace {
 
+// Most tokens of one request the draft catches up in one step.
+constexpr int64_t kMaxCatchUp = 512;
+
 int64_t round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }
@@ -99,10 +102,21 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
   tables_.resize(requests.size());
   int64_t next_scratch = config_.num_blocks;
   const int64_t scratch_end = storage_.num_blocks();
+  const auto wants_drafts = [this](const ProposalRequest& r) {
+    return r.sampled && !r.constrained && r.sampler != nullptr && !r.tokens.empty() &&
+           std::min(r.entry->num_proposal_tokens, config_.num_speculative_tokens) > 0;
+  };
+  bool any = false;
+  for (const ProposalRequest& r : requests) {
+    if (r.entry->is_new) computed_.insert_or_assign(r.entry->id, r.entry->num_computed_tokens);
+    any = any || wants_drafts(r);
+  }
+  // A step without drafts (speculation off for a large batch) costs no draft pass at all: the
+  // draft's KV lags and catches up when the request drafts again.
+  if (!any) return Status();
   for (size_t i = 0; i < requests.size(); ++i) {
     ProposalRequest& r = requests[i];
     const step::ScheduledRequest& e = *r.entry;
-    if (e.is_new) computed_.insert_or_assign(e.id, e.num_computed_tokens);
     auto [it, inserted] = computed_.try_emplace(e.id, e.num_computed_tokens);
     int64_t& computed = it->second;
     const auto known = static_cast<int64_t>(r.tokens.size());
@@ -111,18 +125,19 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
     const int64_t target_end = e.num_computed_tokens + static_cast<int64_t>(e.token_ids.size());
     const int64_t real_limit =
         std::min(static_cast<int64_t>(e.block_table.size()) * bs, round_up(target_end, bs));
-    int32_t want = 0;
-    if (r.sampled && !r.constrained && r.sampler != nullptr && known > 0) {
-      want = std::min(e.num_proposal_tokens, config_.num_speculative_tokens);
-    }
+    int32_t want =
+        wants_drafts(r) ? std::min(e.num_proposal_tokens, config_.num_speculative_tokens) : 0;
+    // A long lag (a prompt, or decodes while speculation was off) is caught up in pieces.
+    const int64_t lag = known - std::min(computed, known);
+    if (lag > kMaxCatchUp) want = 0;
     int64_t need = 0;  // scratch blocks
     if (want > 0) {
       const int64_t last = known - 1 + want - 1;  // the last position written
       need = last >= real_limit ? (last - real_limit) / bs + 1 : 0;
       if (next_scratch + need > scratch_end) want = 0, need = 0;
     }
-    const int64_t end = want > 0 ? known : std::min(known, real_limit);
     int64_t begin = std::min(computed, known);
+    const int64_t end = want > 0 ? known : std::min({known, real_limit, begin + kMaxCatchUp});
     if (want > 0 && begin >= end) begin = end - 1;  // recompute the newest token for its logits
     if (begin >= end) continue;
     std::vector<int32_t>& table = tables_[i];

@@ -3,10 +3,14 @@
 // block ids as the target's: block ids are decided once, by the engine's KV manager, so the
 // draft's KV is allocated, copied on write, freed, preempted and prefix-cached with its request.
 //
-// Per executed plan (after the target sampled):
-//  - catch-up: every entry's newly known tokens go through the draft at their positions (prefill
-//    chunks, the accepted drafts and the token just sampled), so the draft's KV stays level
-//    with the target's;
+// Per executed plan (after the target sampled), when some entry wants drafts:
+//  - catch-up: every entry's known tokens the draft has not seen go through the draft at their
+//    positions (prefill chunks, the accepted drafts and the token just sampled; at most 512 per
+//    request per step), so the draft's KV stays level with the target's. A plan where no entry
+//    wants drafts (speculation off: a large batch) runs no draft pass; the draft's KV lags and
+//    catches up when the request drafts again. Blocks published to the prefix cache meanwhile
+//    may hold no draft KV: a request that hits them drafts worse (lower acceptance), never
+//    wrongly (verification is exact for any draft and its q);
 //  - drafting: for the entries that want drafts (ScheduledRequest::num_proposal_tokens), the
 //    draft runs autoregressively k - 1 more times, batched across requests, drawing each draft
 //    from q = the draft's distribution after the request's own processors (a copy of its

@@ -323,19 +323,24 @@ TEST(SpeculativeDraftModel, DraftEqualToTargetIsAcceptedAlmostAlways) {
   probe->reset();
   for (GenerateRequest& r : requests)
     r.sampling.structured = {};  // constrained requests get no draft-model drafts
-  EngineConfig c = config(self, true);
-  c.max_num_batched_tokens = 64;  // prompts in several chunks
-  c.speculative.adaptive = false;
-  EngineStats stats;
   const Outputs off = run(config(self, false), requests, false);
-  const Outputs on = run(c, requests, false, &stats);
-  expect_same(off, on);
-  ASSERT_GT(stats.spec_decode_num_draft_tokens, 100);
-  EXPECT_GE(static_cast<double>(stats.spec_decode_num_accepted_tokens),
-            0.97 * static_cast<double>(stats.spec_decode_num_draft_tokens));
-  std::printf("self-draft: draft tokens %lld, accepted %lld\n",
-              static_cast<long long>(stats.spec_decode_num_draft_tokens),
-              static_cast<long long>(stats.spec_decode_num_accepted_tokens));
+  // Speculating at every step; then only once the batch is small (the draft's KV lags while the
+  // 16 requests run without drafts, then catches up).
+  for (const int32_t disable_batch_tokens : {0, 8}) {
+    EngineConfig c = config(self, true);
+    c.max_num_batched_tokens = 64;  // prompts in several chunks
+    c.speculative.adaptive = false;
+    c.speculative.disable_batch_tokens = disable_batch_tokens;
+    EngineStats stats;
+    const Outputs on = run(c, requests, false, &stats);
+    expect_same(off, on);
+    ASSERT_GT(stats.spec_decode_num_draft_tokens, 50);
+    EXPECT_GE(static_cast<double>(stats.spec_decode_num_accepted_tokens),
+              0.97 * static_cast<double>(stats.spec_decode_num_draft_tokens));
+    std::printf("self-draft (disable_batch_tokens %d): draft tokens %lld, accepted %lld\n",
+                disable_batch_tokens, static_cast<long long>(stats.spec_decode_num_draft_tokens),
+                static_cast<long long>(stats.spec_decode_num_accepted_tokens));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGolden,
