@@ -26,7 +26,8 @@ std::string default_model_path();
 // `--flash-attn`, as llama.cpp's: attention with the online softmax (kernels/attention.h).
 void add_flash_attn_flag(CLI::App* cmd, bool& flash_attention);
 
-// Speculative decoding: --speculative-ngram, --ngram-min/max, --num-speculative-tokens,
+// Speculative decoding: --speculative-ngram, --speculative-model, --ngram-min/max,
+// --num-speculative-tokens,
 // --speculative-disable-batch-tokens, --no-speculative-adaptive (EngineConfig::speculative).
 void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec);
 

@@ -30,6 +30,22 @@ void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec) {
       "--speculative-ngram", [&spec] { spec.method = "ngram"; },
       "Speculative decoding by prompt lookup: draft the continuation of the latest earlier match "
       "of the last --ngram-min..--ngram-max tokens (no second model)");
+  cmd->add_option_function<std::string>(
+      "--speculative-model",
+      [&spec](const std::string& path) {
+        spec.method = "draft";
+        spec.model = path;
+      },
+      "Speculative decoding with a draft model: a smaller GGUF file or HF directory with the same "
+      "vocabulary drafts --num-speculative-tokens tokens per step");
+  cmd->add_option_function<std::string>(
+      "--speculative-self-draft",
+      [&spec](const std::string& dtype) {
+        spec.method = "self";
+        spec.self_draft_dtype = dtype;
+      },
+      "Self-speculation: the model's own weight matrices re-encoded as this type at load (e.g. "
+      "q4_0) draft for it; no second file");
   cmd->add_option("--ngram-min", spec.ngram_min, "Shortest n-gram matched")->capture_default_str();
   cmd->add_option("--ngram-max", spec.ngram_max, "Longest n-gram matched")->capture_default_str();
   cmd->add_option("--num-speculative-tokens", spec.num_speculative_tokens,

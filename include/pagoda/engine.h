@@ -24,9 +24,16 @@ namespace pagoda {
 // distribution (rejection sampling). See docs/design-notes.md.
 struct SpeculativeConfig {
   // "" = off; "ngram" = prompt lookup (the continuation of the latest earlier match of the
-  // output's last ngram_min..ngram_max tokens in the prompt and output; no second model).
+  // output's last ngram_min..ngram_max tokens in the prompt and output; no second model);
+  // "draft" = a smaller model with the same vocabulary (`model`) drafts autoregressively;
+  // "self" = the target's own weights re-encoded as `self_draft_dtype` at load draft for it (no
+  // second file; e.g. a Q8_0 or F16 model drafting with its Q4_0 copy).
   std::string method;
-  int32_t num_speculative_tokens = 4;  // most drafts per request per step, 1..64
+  // method "draft": a GGUF file or Hugging Face model directory. Its KV cache shares the
+  // target's block ids (the KV memory budget is split between the two by bytes per block).
+  std::string model;
+  std::string self_draft_dtype = "q4_0";  // method "self": q4_0 | q4_1 | q5_0 | q8_0 | ...
+  int32_t num_speculative_tokens = 4;     // most drafts per request per step, 1..64
   int32_t ngram_min = 1;
   int32_t ngram_max = 4;
   // No drafts in a step whose running requests have more than this many tokens to compute

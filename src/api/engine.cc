@@ -16,9 +16,11 @@
 #include "base/log.h"
 #include "engine/engine_core.h"
 #include "kernels/isa.h"
+#include "kernels/quant.h"
 #include "loader/lora_loader.h"
 #include "loader/model_loader.h"
 #include "pagoda/parallel.h"
+#include "runner/draft_model_proposer.h"
 #include "runner/model_runner.h"
 #include "sampling/sampler.h"
 #include "structured/grammar_cache.h"
@@ -154,6 +156,7 @@ class EngineImpl final : public Engine {
   // Declaration order = destruction order reversed: the core (its thread, the runner) goes
   // before the model and tokenizer it uses.
   loader::LoadedModel loaded_;
+  loader::LoadedModel draft_;  // speculative method "draft" (before core_: outlives the runner)
   ModelInfo info_;
   std::unique_ptr<tokenizer::ChatTemplate> chat_template_;
   Status chat_template_status_;
@@ -175,6 +178,33 @@ std::string token_text(const tokenizer::Tokenizer& t, std::optional<int32_t> id)
   return t.vocab().tokens[static_cast<size_t>(*id)];
 }
 
+// A draft model must tokenize as the target does: same vocabulary size and the same token
+// strings (ids are exchanged as drafts).
+Status check_same_vocabulary(const loader::LoadedModel& target, const loader::LoadedModel& draft) {
+  const int32_t t = target.model->config().vocab_size, d = draft.model->config().vocab_size;
+  if (t != d) {
+    return invalid_argument(
+        "speculative model {}: its vocabulary has {} tokens, the target's {} (a draft model must "
+        "use the target's tokenizer)",
+        draft.path, d, t);
+  }
+  const auto& a = target.tokenizer->vocab().tokens;
+  const auto& b = draft.tokenizer->vocab().tokens;
+  if (a.size() != b.size()) {
+    return invalid_argument("speculative model {}: its tokenizer has {} tokens, the target's {}",
+                            draft.path, b.size(), a.size());
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      return invalid_argument(
+          "speculative model {}: token {} is '{}' in its vocabulary and '{}' in the target's (a "
+          "draft model must use the target's tokenizer)",
+          draft.path, i, b[i], a[i]);
+    }
+  }
+  return Status();
+}
+
 Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   if (config.block_size < 1 || config.block_size > 1024) {
     return invalid_argument("block_size must be in [1, 1024], got {}", config.block_size);
@@ -189,9 +219,24 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     return invalid_argument("max_queue must be >= 0, got {}", config.max_queue);
   }
   const SpeculativeConfig& spec = config.speculative;
-  if (!spec.method.empty() && spec.method != "ngram") {
-    return invalid_argument("speculative method must be \"\" (off) or ngram, got '{}'",
+  if (!spec.method.empty() && spec.method != "ngram" && spec.method != "draft" &&
+      spec.method != "self") {
+    return invalid_argument("speculative method must be \"\" (off), ngram, draft or self, got '{}'",
                             spec.method);
+  }
+  std::optional<tensor::DType> self_draft_dtype;
+  if (spec.method == "self") {
+    self_draft_dtype = tensor::dtype_from_name(spec.self_draft_dtype);
+    if (!self_draft_dtype || !kernels::can_quantize(*self_draft_dtype)) {
+      return invalid_argument(
+          "speculative self_draft_dtype must be a type weights can be quantized to (q4_0, q8_0, "
+          "...), got '{}'",
+          spec.self_draft_dtype);
+    }
+  }
+  if ((spec.method == "draft") != !spec.model.empty()) {
+    return invalid_argument(
+        "speculative model (a draft model path) is required by method draft and only by it");
   }
   if (spec.disable_batch_tokens < 0) {
     return invalid_argument("speculative disable_batch_tokens must be >= 0, got {}",
@@ -245,8 +290,38 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(
       const uint64_t budget,
       api::kv_cache_budget(config.kv_cache_bytes, config.kv_cache_fraction, mem_available));
+  uint64_t target_budget = budget;
+  if (spec.method == "draft") {
+    auto draft = loader::load_model(spec.model);
+    if (!draft.ok()) return draft.status().with_context("speculative model");
+    e->draft_ = std::move(draft).value();
+    PAGODA_RETURN_IF_ERROR(check_same_vocabulary(e->loaded_, e->draft_));
+  } else if (spec.method == "self") {
+    const auto start = std::chrono::steady_clock::now();
+    auto draft = loader::load_requantized_model(config.model_path, *self_draft_dtype);
+    if (!draft.ok()) return draft.status().with_context("speculative self-draft");
+    e->draft_.model = std::move(draft).value();
+    e->draft_.path = config.model_path;
+    PAGODA_LOG_INFO(
+        "self-draft: the model's weight matrices as {} in {:.0f} ms",
+        tensor::dtype_name(*self_draft_dtype),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  if (e->draft_.model) {
+    // One block id = a target block and a draft block: split the budget by their sizes.
+    PAGODA_ASSIGN_OR_RETURN(
+        const uint64_t target_block,
+        backend::KvStorage::bytes_per_block(model::kv_layout(mc), config.block_size, kv_dtype));
+    PAGODA_ASSIGN_OR_RETURN(const uint64_t draft_block,
+                            runner::DraftModelProposer::bytes_per_block(
+                                e->draft_.model->config(), config.block_size, kv_dtype));
+    target_budget =
+        static_cast<uint64_t>(static_cast<double>(budget) * static_cast<double>(target_block) /
+                              static_cast<double>(target_block + draft_block));
+  }
   PAGODA_ASSIGN_OR_RETURN(int64_t num_blocks, runner::ModelRunner::blocks_for_memory(
-                                                  mc, budget, config.block_size, kv_dtype));
+                                                  mc, target_budget, config.block_size, kv_dtype));
   const int64_t blocks_per_seq = (max_model_len + config.block_size - 1) / config.block_size;
   const int64_t cap = std::max<int32_t>(config.max_num_seqs, 1) * blocks_per_seq + 1;
   const bool capped = num_blocks > cap;
@@ -279,6 +354,11 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   rc.loras = e->loras_;
   if (spec.method == "ngram") {
     rc.ngram = runner::NgramConfig{spec.ngram_min, spec.ngram_max, spec.num_speculative_tokens};
+  }
+  if (e->draft_.model) {
+    rc.draft_model = e->draft_.model.get();
+    rc.num_speculative_tokens = spec.num_speculative_tokens;
+    rc.max_num_seqs = std::max<int32_t>(config.max_num_seqs, 1);
   }
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<runner::ModelRunner> runner,
                           runner::ModelRunner::create(*e->loaded_.model, rc));

@@ -245,7 +245,8 @@ step::StepPlan Scheduler::schedule() {
   }
   // Drafts ride on the decodes as lookahead slots, from the budget every running request left
   // (so they never delay one) and only from free blocks (never worth a preemption).
-  if (speculation_allowed()) {
+  const bool speculate = speculation_allowed();
+  if (speculate) {
     for (Candidate& c : chosen) {
       if (budget <= 0) break;
       Request* r = c.r;
@@ -338,6 +339,13 @@ step::StepPlan Scheduler::schedule() {
     const bool reaches_end = r->num_computed_tokens_ + c.num_new_tokens == r->num_tokens();
     s.num_samples = reaches_end ? 1 + r->num_pending_samples_ : 0;
     s.sample_index = r->sample_index_;
+    if (speculate && s.num_samples > 0) {
+      // The k the request will have after this step's verification at most (settle_drafts
+      // doubles it after a fully accepted run).
+      s.num_proposal_tokens = std::max<int32_t>(
+          r->num_speculative_tokens_, std::min<int32_t>(config_.speculative.num_speculative_tokens,
+                                                        static_cast<int32_t>(2 * c.num_drafts)));
+    }
     s.sampling = r->sampling_;
     s.lora_id = r->lora_id_;
     plan.num_scheduled_tokens += c.num_new_tokens + c.num_drafts;

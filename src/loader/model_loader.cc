@@ -3,11 +3,13 @@
 #include <filesystem>
 
 #include "format/gguf_file.h"
+#include "kernels/quant.h"
 #include "loader/gguf_config.h"
 #include "loader/gguf_tensor_source.h"
 #include "loader/gguf_vocab.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/hf/hf_tokenizer_files.h"
+#include "loader/requantized_tensor_source.h"
 #include "model/arch/arch.h"
 
 namespace pagoda::loader {
@@ -109,6 +111,35 @@ Result<LoadedModel> load_model(const std::string& path, backend::Backend& backen
     }
   }
   return out;
+}
+
+Result<std::unique_ptr<model::Model>> load_requantized_model(const std::string& path,
+                                                             tensor::DType dtype,
+                                                             backend::Backend& backend) {
+  if (!kernels::can_quantize(dtype)) {
+    return invalid_argument("weights cannot be re-encoded as {}", tensor::dtype_name(dtype));
+  }
+  ModelConfig config;
+  std::unique_ptr<model::TensorSource> source;
+  if (HfCheckpoint::is_model_dir(path)) {
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<HfCheckpoint> opened, HfCheckpoint::open(path));
+    std::shared_ptr<const HfCheckpoint> checkpoint(std::move(opened));
+    config = checkpoint->config();
+    source = make_hf_tensor_source(std::move(checkpoint));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<format::GgufFile> opened, format::GgufFile::open(path));
+    std::shared_ptr<const format::GgufFile> file(std::move(opened));
+    PAGODA_ASSIGN_OR_RETURN(config, config_from_gguf(*file));
+    source = make_gguf_tensor_source(std::move(file));
+  }
+  const ArchDef* arch = model::find_arch(config.arch);
+  if (arch == nullptr) return unimplemented("architecture '{}' is not supported", config.arch);
+  // (A checkpoint's config is configured already, as load_hf_model uses it.)
+  if (!HfCheckpoint::is_model_dir(path)) PAGODA_RETURN_IF_ERROR(arch->configure(config));
+  auto model = arch->build(
+      config, std::make_unique<RequantizedTensorSource>(std::move(source), dtype), backend);
+  if (!model.ok()) return model.status().with_context(path);
+  return model;
 }
 
 }  // namespace pagoda::loader

@@ -36,6 +36,12 @@ Result<std::unique_ptr<model::Model>> load_model_from_gguf(
 Result<LoadedModel> load_model(const std::string& path,
                                backend::Backend& backend = backend::cpu_backend());
 
+// The model at `path` with its weight matrices re-encoded as `dtype` at load (self-speculation's
+// draft: see requantized_tensor_source.h). invalid_argument if `dtype` cannot be written.
+Result<std::unique_ptr<model::Model>> load_requantized_model(
+    const std::string& path, tensor::DType dtype,
+    backend::Backend& backend = backend::cpu_backend());
+
 // The tokenizer alone (no weights are opened), from a GGUF file, a model directory or a directory
 // holding only the tokenizer files (tokenizer.json, ...); the chat template too when
 // `chat_template` is not null.

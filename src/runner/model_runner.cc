@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "kernels/isa.h"
+#include "runner/draft_model_proposer.h"
 #include "sampling/rejection_sampler.h"
 
 namespace pagoda::runner {
@@ -15,9 +17,24 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                           KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
                                             config.block_size, config.kv_dtype));
   std::unique_ptr<ModelRunner> runner(new ModelRunner(model, std::move(storage), config));
+  if (config.ngram && config.draft_model != nullptr) {
+    return invalid_argument("speculative decoding: ngram and a draft model are exclusive");
+  }
   if (config.ngram) {
     PAGODA_ASSIGN_OR_RETURN(NgramProposer proposer, NgramProposer::create(*config.ngram));
-    runner->ngram_.emplace(proposer);
+    runner->proposer_ = std::make_unique<NgramProposer>(proposer);
+  }
+  if (config.draft_model != nullptr) {
+    DraftModelConfig dc;
+    dc.num_blocks = config.num_blocks;
+    dc.block_size = config.block_size;
+    dc.kv_dtype = config.kv_dtype;
+    dc.max_num_seqs = config.max_num_seqs;
+    dc.num_speculative_tokens = config.num_speculative_tokens;
+    dc.flash_attention = config.flash_attention;
+    PAGODA_ASSIGN_OR_RETURN(
+        runner->proposer_,
+        DraftModelProposer::create(*config.draft_model, model.config().vocab_size, dc));
   }
   return runner;
 }
@@ -94,14 +111,55 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
   const size_t num_prompt =
       std::min(history.size(), static_cast<size_t>(std::max<int64_t>(entry.num_prompt_tokens, 0)));
   const auto tokens = std::span<const int32_t>(history);
-  return RequestState{
+  RequestState state{
       make_sampler(entry, entry.sample_index, tokens.first(num_prompt), tokens.subspan(num_prompt)),
       nullptr,
       false,
       history,
       num_prompt,
       {},
+      0,
+      {},
+      {},
       0};
+  if (entry.sampling->seed) {
+    state.draft_seed = sampling::Sampler::derive_seed(*entry.sampling->seed ^ 0xd4af7d4af7ull,
+                                                      entry.sample_index + 1);
+  } else {
+    std::random_device rd;
+    state.draft_seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+  return state;
+}
+
+Status ModelRunner::propose(const step::StepPlan& plan) {
+  std::vector<ProposalRequest> requests;
+  requests.reserve(plan.requests.size());
+  for (const step::ScheduledRequest& entry : plan.requests) {
+    auto it = states_.find(entry.id);
+    if (it == states_.end()) continue;
+    if (entry.sampling->pooling != PoolingType::kNone) continue;  // embeddings draw no token
+    RequestState& state = it->second;
+    state.draft_tokens.clear();
+    state.draft_probs.clear();
+    ProposalRequest r;
+    r.entry = &entry;
+    r.sampled = entry.num_samples > 0;
+    const auto computed_end =
+        static_cast<size_t>(entry.num_computed_tokens) + entry.token_ids.size();
+    r.tokens =
+        std::span<const int32_t>(state.tokens)
+            .first(r.sampled ? state.tokens.size() : std::min(state.tokens.size(), computed_end));
+    r.constrained = !entry.sampling->structured.empty();
+    r.sampler = &state.sampler;
+    // Drafts depend on the request's seed and its length only (not on the batch).
+    r.draft_seed = sampling::Sampler::derive_seed(
+        state.draft_seed, static_cast<int32_t>(state.tokens.size() & 0x3fffffff));
+    r.draft_tokens = &state.draft_tokens;
+    r.draft_probs = &state.draft_probs;
+    requests.push_back(r);
+  }
+  return proposer_->propose(plan, requests);
 }
 
 sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
@@ -303,13 +361,16 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     }
   }
   step::StepOutput out;
-  for (Job& job : jobs) {
+  for (Job& job : jobs)
     PAGODA_RETURN_IF_ERROR(job.status);
+  if (proposer_) PAGODA_RETURN_IF_ERROR(propose(plan));
+  for (Job& job : jobs) {
     if (job.pooled) {
       out.embeddings.push_back(std::move(job.pooled_embedding));
-    } else {
-      out.sampled.push_back(std::move(job.sampled));
+      continue;
     }
+    job.sampled.draft_token_ids = job.state->draft_tokens;
+    out.sampled.push_back(std::move(job.sampled));
   }
   PAGODA_RETURN_IF_ERROR(collect_prompt_logprobs(plan, prompt_rows, out));
   return out;
@@ -416,9 +477,17 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
       };
     }
     hooks.accept = accept;
+    // A draft model's q, when these drafts are its proposals (the engine schedules a prefix);
+    // otherwise point masses (exact for any draft).
+    std::span<const float> q;
+    if (!state.draft_probs.empty() && drafts.size() <= state.draft_tokens.size() &&
+        state.draft_probs.size() >= drafts.size() * vocab &&
+        std::equal(drafts.begin(), drafts.end(), state.draft_tokens.begin())) {
+      q = std::span<const float>(state.draft_probs).first(drafts.size() * vocab);
+    }
     std::vector<TokenLogprobs> emitted;
     PAGODA_RETURN_IF_ERROR(
-        sampling::verify_drafts(state.sampler, masked, vocab, drafts, hooks, emitted));
+        sampling::verify_drafts(state.sampler, masked, vocab, drafts, hooks, emitted, q));
     for (TokenLogprobs& r : emitted) {
       sampled.token_ids.push_back(r.token);
       if (want_logprobs) sampled.logprobs.push_back(std::move(r));
@@ -444,7 +513,6 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
     }
     PAGODA_RETURN_IF_ERROR(accept(sampled.token_ids[0]));
   }
-  if (ngram_) ngram_->propose(state.tokens, sampled.draft_token_ids);
   return Status();
 }
 

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "runner/lora_registry.h"
 #include "runner/ngram_proposer.h"
+#include "runner/proposer.h"
 #include "sampling/sampler.h"
 #include "step/executor.h"
 #include "structured/constraint.h"
@@ -33,6 +34,11 @@ struct RunnerConfig {
   std::optional<NgramConfig> ngram;
   // The LoRA adapters requests may name (ScheduledRequest::lora_id); null: none.
   std::shared_ptr<const LoraRegistry> loras;
+  // Draft-model speculative decoding (instead of ngram): the draft (outlives the runner; the
+  // target's vocabulary), its k, and the engine's max_num_seqs (sizes its scratch KV).
+  model::Model* draft_model = nullptr;
+  int32_t num_speculative_tokens = 4;
+  int32_t max_num_seqs = 64;
 };
 
 class ModelRunner final : public step::Executor {
@@ -56,6 +62,7 @@ class ModelRunner final : public step::Executor {
   Result<int64_t> warm_up(int32_t num_tokens, int32_t num_logit_rows);
 
   const KvStorage& storage() const { return storage_; }
+  const Proposer* proposer() const { return proposer_.get(); }
   size_t num_sampler_states() const { return states_.size(); }
 
  private:
@@ -72,6 +79,11 @@ class ModelRunner final : public step::Executor {
     // pooling spans every prefill chunk) and how many there were.
     std::vector<double> pool_sum;
     int64_t pool_count = 0;
+    // The proposer's drafts for the next step and, for a draft model's sampled drafts, the
+    // distributions q they were drawn from ([drafts][vocab]; empty: point masses).
+    std::vector<int32_t> draft_tokens;
+    std::vector<float> draft_probs;
+    uint64_t draft_seed = 0;  // the draft RNG's stream (from the request's seed if it has one)
   };
 
   ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
@@ -107,6 +119,8 @@ class ModelRunner final : public step::Executor {
   // the entry samples, writes the L2-normalised mean to `pooled`.
   Status pool_request(const step::ScheduledRequest& entry, RequestState& state, size_t first,
                       size_t rows, step::PooledEmbedding& pooled) const;
+  // Asks the proposer for the next step's drafts (every entry, in plan order).
+  Status propose(const step::StepPlan& plan);
   // Masks, samples and advances one request (thread-safe across requests); with drafts,
   // verifies them (logits: one row per position from the newest known token on).
   Status sample_request(const step::ScheduledRequest& entry, RequestState& state,
@@ -118,7 +132,7 @@ class ModelRunner final : public step::Executor {
   KvStorage storage_;
   bool flash_attention_;
   std::shared_ptr<structured::GrammarCache> grammars_;
-  std::optional<NgramProposer> ngram_;
+  std::unique_ptr<Proposer> proposer_;  // null: no speculation
   std::shared_ptr<const LoraRegistry> loras_;
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.

@@ -41,4 +41,11 @@ void NgramProposer::propose(std::span<const int32_t> tokens, std::vector<int32_t
   }
 }
 
+Status NgramProposer::propose(const step::StepPlan& /*plan*/, std::span<ProposalRequest> requests) {
+  for (ProposalRequest& r : requests) {
+    if (r.sampled) propose(r.tokens, *r.draft_tokens);
+  }
+  return Status();
+}
+
 }  // namespace pagoda::runner

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runner/proposer.h"
 
 namespace pagoda::runner {
 
@@ -19,7 +20,7 @@ struct NgramConfig {
   int32_t num_speculative_tokens = 0;  // most tokens proposed (k), >= 1
 };
 
-class NgramProposer {
+class NgramProposer final : public Proposer {
  public:
   // Errors name the field (min_n, max_n, num_speculative_tokens).
   static Result<NgramProposer> create(const NgramConfig& config);
@@ -28,6 +29,9 @@ class NgramProposer {
   // matching suffix of `tokens` (continued periodically past the end of `tokens`), or nothing
   // when no suffix of min_n tokens recurs.
   void propose(std::span<const int32_t> tokens, std::vector<int32_t>& out) const;
+
+  // Proposer: every sampled request gets propose(tokens) (point masses: no draft_probs).
+  Status propose(const step::StepPlan& plan, std::span<ProposalRequest> requests) override;
 
   const NgramConfig& config() const { return config_; }
 

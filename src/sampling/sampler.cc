@@ -179,6 +179,21 @@ size_t Sampler::select_prefix(size_t count, double target, bool strict, const Le
 }
 
 TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft) {
+  return sample_impl(logits, draft, {}, nullptr);
+}
+
+TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft,
+                              std::span<const float> draft_probs) {
+  return sample_impl(logits, draft, draft_probs, nullptr);
+}
+
+TokenLogprobs Sampler::sample_with_probs(std::span<float> logits, std::vector<float>& probs) {
+  return sample_impl(logits, -1, {}, &probs);
+}
+
+TokenLogprobs Sampler::sample_impl(std::span<float> logits, int32_t draft,
+                                   std::span<const float> draft_probs,
+                                   std::vector<float>* probs_out) {
   TokenLogprobs result;
   const size_t n = static_cast<size_t>(vocab_size_);
   // Logprobs are reported for the model's raw distribution (vLLM's default), before any
@@ -194,6 +209,10 @@ TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft) {
     chosen = static_cast<int32_t>(
         std::max_element(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(n)) -
         logits.begin());
+    if (probs_out != nullptr) {
+      probs_out->assign(n, 0.0f);
+      (*probs_out)[static_cast<size_t>(chosen)] = 1.0f;
+    }
   } else {
     const float inv_t = 1.0f / params_.temperature;
     auto by_logit = [&logits](int32_t a, int32_t b) {
@@ -253,7 +272,48 @@ TokenLogprobs Sampler::sample(std::span<float> logits, int32_t draft) {
     double target = u * total;
     const auto kept_end = candidates_.begin() + static_cast<std::ptrdiff_t>(keep);
     const auto draft_it = draft >= 0 ? std::find(candidates_.begin(), kept_end, draft) : kept_end;
-    if (draft_it != kept_end) {
+    if (probs_out != nullptr) {
+      probs_out->assign(n, 0.0f);
+      for (size_t i = 0; i < keep; ++i) {
+        const auto c = static_cast<size_t>(candidates_[i]);
+        (*probs_out)[c] = static_cast<float>(probs_[c] / total);
+      }
+    }
+    if (draft >= 0 && !draft_probs.empty()) {
+      // Full q: a = min(1, p(draft) / q(draft)); the residual max(0, p - q) over the kept tokens
+      // (p is zero elsewhere), walked in candidate order.
+      const double p_draft =
+          draft_it != kept_end ? probs_[static_cast<size_t>(draft)] / total : 0.0;
+      const double q_draft = draft_probs[static_cast<size_t>(draft)];
+      const double a = q_draft > 0 ? std::min(1.0, p_draft / q_draft) : 0.0;
+      if (u < a) {
+        chosen = draft;
+      } else {
+        const double u2 = (u - a) / (1 - a);
+        double residual = 0;
+        for (size_t i = 0; i < keep; ++i) {
+          const auto c = static_cast<size_t>(candidates_[i]);
+          residual += std::max(0.0, probs_[c] / total - static_cast<double>(draft_probs[c]));
+        }
+        if (residual > 0) {
+          const double walk = u2 * residual;
+          double acc = 0;
+          chosen = candidates_[keep - 1];
+          for (size_t i = 0; i < keep; ++i) {
+            const auto c = static_cast<size_t>(candidates_[i]);
+            const double r = std::max(0.0, probs_[c] / total - static_cast<double>(draft_probs[c]));
+            if (r <= 0) continue;
+            chosen = candidates_[i];
+            acc += r;
+            if (walk < acc) break;
+          }
+        } else {
+          // p <= q everywhere up to rounding (then a = 1 but for rounding): draw from p.
+          const size_t pos = select_prefix(keep, u2 * total, /*strict=*/true, by_logit);
+          chosen = candidates_[pos - 1];
+        }
+      }
+    } else if (draft_it != kept_end) {
       // The draft first in the walk: accepted with probability p(draft); else the rest of the
       // walk (the draft removed) is a draw from p without the draft, renormalised.
       const double p_draft = probs_[static_cast<size_t>(draft)];

@@ -48,8 +48,25 @@ class Sampler {
   // The token is then distributed exactly as p; it equals `draft` iff the draft is accepted.
   TokenLogprobs sample(std::span<float> logits, int32_t draft = -1);
 
+  // Speculative decoding with a full proposal distribution q (a draft model's, after the same
+  // processors): sampling accepts `draft` with probability min(1, p(draft) / q(draft)), else
+  // draws from norm(max(0, p - q)), with one uniform u as above (u < a accepts; otherwise
+  // u' = (u - a) / (1 - a) walks the residual), so the token is distributed exactly as p.
+  // Greedy ignores q. draft_probs: [vocab] q, with q(draft) > 0; empty: the point mass above.
+  TokenLogprobs sample(std::span<float> logits, int32_t draft, std::span<const float> draft_probs);
+
+  // Draws a token as sample() does and writes the distribution it was drawn from to
+  // probs[vocab] (after every processor: zero outside the kept tokens; greedy: a point mass).
+  // What a draft model's proposals need (q for verification).
+  TokenLogprobs sample_with_probs(std::span<float> logits, std::vector<float>& probs);
+
+  // Replaces the RNG stream (a draft model's copy of the request's sampler draws from its own).
+  void reseed(uint64_t seed) { rng_.seed(seed); }
+
  private:
   void apply_penalties(std::span<float> logits) const;
+  TokenLogprobs sample_impl(std::span<float> logits, int32_t draft,
+                            std::span<const float> draft_probs, std::vector<float>* probs_out);
 
   SamplingParams params_;
   int32_t vocab_size_;

@@ -64,6 +64,10 @@ struct ScheduledRequest {
   // Drafts at the end of token_ids (0 = no speculation; then num_samples == 1 and
   // num_computed_tokens + token_ids.size() - num_draft_tokens == the request's known tokens).
   int32_t num_draft_tokens = 0;
+  // Drafts the engine would verify in the request's next step (its adaptive k; 0 when it would
+  // not speculate, e.g. the batch is too large): a proposer with a cost per draft (a draft model)
+  // proposes at most this many.
+  int32_t num_proposal_tokens = 0;
   std::shared_ptr<const SamplingParams> sampling;  // never null
   uint32_t lora_id = 0;                            // the LoRA adapter it runs (0: none)
 };

@@ -122,7 +122,17 @@ def main():
                     help="matmul backend: plain torch ops (needs a fast BLAS) or oneDNN 1x1 "
                     "convolutions; auto picks conv when torch uses the reference BLAS")
     ap.add_argument("--smoke", action="store_true", help="tiny end-to-end run")
+    ap.add_argument("--preset", choices=["demo", "draft"], default="demo",
+                    help="draft: a much smaller model with the same tokenizer (same seed, corpus "
+                    "and vocabulary), the speculative draft for the demo model "
+                    "(models/demo-draft.gguf)")
     args = ap.parse_args()
+    if args.preset == "draft":
+        # The vocabulary depends only on --seed, --docs and --vocab-size: keep them. The shape
+        # is ~1/8 of the demo model's compute (dim 128, 2 layers; head dim 64 as the demo's).
+        args.dim, args.layers, args.heads, args.kv_heads, args.ffn = 128, 2, 2, 1, 352
+        if args.out == "models/demo.gguf":
+            args.out = "models/demo-draft.gguf"
     if args.smoke:
         args.docs, args.dim, args.layers, args.ffn, args.steps, args.batch, args.seq = (
             2000, 64, 2, 176, 30, 8, 128)
@@ -208,7 +218,8 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     info = (f"{n_params / 1e6:.2f}M params, {args.steps} steps of {args.batch}x{T} tokens, "
             f"validation loss {val:.3f}, seed {args.seed}.")
-    export(args.out, model, cfg, vocab, "pagoda-demo", info)
+    export(args.out, model, cfg, vocab, "pagoda-demo-draft" if args.preset == "draft" else "pagoda-demo",
+           info)
     print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.2f} MB", flush=True)
     model.eval()
     check_gguf.check(args.out, model, max_new=60 if args.smoke else 120)

@@ -194,6 +194,133 @@ TEST(RejectionSampler, TopKAndMinPKeepTheTargetDistribution) {
   expect_target_distribution(p, {2, 1});
 }
 
+// A draft model unlike the target: its own logits, the same processors (mask, penalty,
+// temperature, top-k/p, min-p) through a copy of the request's sampler with its own RNG.
+std::vector<float> draft_logits(const std::vector<int32_t>& context) {
+  const int32_t last = context.empty() ? 0 : context.back();
+  std::vector<float> l(kVocab);
+  for (int32_t t = 0; t < kVocab; ++t)
+    l[t] = 0.9f * static_cast<float>((t + 2 * last) % 5) - 0.3f * static_cast<float>(t % 2);
+  return l;
+}
+
+// One seeded run of a draft-model proposer: `num_drafts` drafts drawn from q (the draft's
+// processed distribution, recorded for verification), then verification with the full q. Returns
+// the first two emitted tokens.
+std::pair<int32_t, int32_t> run_full_q_once(const SamplingParams& params,
+                                            const std::vector<int32_t>& prompt, int num_drafts,
+                                            uint64_t draft_seed, int64_t& accepted) {
+  Sampler sampler(params, kVocab, prompt);
+  Sampler proposer = sampler;
+  proposer.reseed(draft_seed);
+  std::vector<int32_t> drafts, dctx = prompt;
+  std::vector<float> q, probs;
+  for (int i = 0; i < num_drafts; ++i) {
+    std::vector<float> row = draft_logits(dctx);
+    for (int32_t t = 0; t < kVocab; ++t)
+      if (!allowed(dctx, t)) row[t] = kMasked;
+    const int32_t d = proposer.sample_with_probs(row, probs).token;
+    EXPECT_GT(probs[static_cast<size_t>(d)], 0.0f);
+    q.insert(q.end(), probs.begin(), probs.end());
+    drafts.push_back(d);
+    dctx.push_back(d);
+  }
+  std::vector<float> rows;
+  std::vector<int32_t> vctx = prompt;
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    const std::vector<float> row = model_logits(vctx);
+    rows.insert(rows.end(), row.begin(), row.end());
+    if (i < drafts.size()) vctx.push_back(drafts[i]);
+  }
+  std::vector<int32_t> context = prompt;
+  std::vector<TokenLogprobs> out;
+  EXPECT_TRUE(verify_drafts(sampler, rows, kVocab, drafts, mask_hooks(context), out, q).ok());
+  accepted += static_cast<int64_t>(out.size()) - 1;
+  while (context.size() < prompt.size() + 2) {
+    std::vector<float> row = model_logits(context);
+    for (int32_t t = 0; t < kVocab; ++t)
+      if (!allowed(context, t)) row[t] = kMasked;
+    context.push_back(sampler.sample(row).token);
+  }
+  return {context[prompt.size()], context[prompt.size() + 1]};
+}
+
+void expect_full_q_target_distribution(const SamplingParams& base, int num_drafts) {
+  const std::vector<int32_t> prompt = {3, 1};
+  const int64_t kRuns = 40000;
+  std::map<std::pair<int32_t, int32_t>, int64_t> counts;
+  int64_t accepted = 0;
+  for (int64_t i = 0; i < kRuns; ++i) {
+    SamplingParams p = base;
+    p.seed = static_cast<uint64_t>(i) * 7919 + 17;
+    ++counts[run_full_q_once(p, prompt, num_drafts, static_cast<uint64_t>(i) * 104729 + 3,
+                             accepted)];
+  }
+  double chi2 = 0;
+  int cells = 0;
+  const std::vector<double> p1 = target(prompt, {}, base);
+  for (int32_t a = 0; a < kVocab; ++a) {
+    std::vector<int32_t> ctx = prompt;
+    ctx.push_back(a);
+    const std::vector<double> p2 = target(ctx, {a}, base);
+    for (int32_t b = 0; b < kVocab; ++b) {
+      const double expected = p1[a] * p2[b] * kRuns;
+      const int64_t seen = counts[{a, b}];
+      if (expected == 0) {
+        EXPECT_EQ(seen, 0) << "tokens (" << a << ", " << b << ") are outside the target's support";
+        continue;
+      }
+      chi2 += (seen - expected) * (seen - expected) / expected;
+      ++cells;
+    }
+  }
+  ASSERT_GT(cells, 4);
+  EXPECT_LT(chi2, chi2_critical(cells - 1)) << "cells " << cells;
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, kRuns * num_drafts);
+}
+
+TEST(RejectionSampler, FullDraftDistributionKeepsTheTargetDistribution) {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_p = 0.85f;
+  p.presence_penalty = 0.7f;
+  expect_full_q_target_distribution(p, 2);
+  SamplingParams k;
+  k.temperature = 1.3f;
+  k.top_k = 4;
+  k.min_p = 0.15f;
+  expect_full_q_target_distribution(k, 3);
+}
+
+// The distribution sample_with_probs reports is the processed one (the independent oracle's).
+TEST(RejectionSampler, SampleWithProbsReportsTheProcessedDistribution) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_p = 0.8f;
+  p.min_p = 0.05f;
+  p.seed = 5;
+  const std::vector<int32_t> prompt = {3, 1};
+  Sampler sampler(p, kVocab, prompt);
+  std::vector<float> row = model_logits(prompt);
+  for (int32_t t = 0; t < kVocab; ++t)
+    if (!allowed(prompt, t)) row[t] = kMasked;
+  std::vector<float> probs;
+  const int32_t token = sampler.sample_with_probs(row, probs).token;
+  const std::vector<double> want = target(prompt, {}, p);
+  ASSERT_EQ(probs.size(), want.size());
+  for (size_t t = 0; t < want.size(); ++t)
+    EXPECT_NEAR(probs[t], want[t], 1e-6) << "token " << t;
+  EXPECT_GT(probs[static_cast<size_t>(token)], 0.0f);
+  SamplingParams g;
+  g.temperature = 0;
+  Sampler greedy(g, kVocab, prompt);
+  row = model_logits(prompt);
+  const int32_t best = greedy.sample_with_probs(row, probs).token;
+  EXPECT_EQ(probs[static_cast<size_t>(best)], 1.0f);
+  EXPECT_FLOAT_EQ(std::accumulate(probs.begin(), probs.end(), 0.0f), 1.0f);
+}
+
 TEST(RejectionSampler, GreedyAcceptsWhileEqualThenCorrects) {
   SamplingParams p;
   p.temperature = 0;

@@ -1,0 +1,44 @@
+// Proposer: where speculative drafts come from (prompt lookup, a draft model). After sampling a
+// step, the runner hands the proposer every plan entry (in plan order) with the request's known
+// tokens; for the sampled ones it may return drafts for the request's next step (and the
+// distributions they were drawn from, for rejection sampling with a full q). A proposer with
+// state of its own (a draft model's KV cache) also sees the entries it does not draft for, so it
+// can keep up with every computed token (prefill chunks too).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "sampling/sampler.h"
+#include "step/step_plan.h"
+
+namespace pagoda::runner {
+
+struct ProposalRequest {
+  const step::ScheduledRequest* entry = nullptr;  // never null
+  // The request's known tokens after this step: prompt then outputs (for a prefill chunk, up to
+  // the chunk's end), token i at position i.
+  std::span<const int32_t> tokens;
+  // The entry sampled in this step (drafts may be proposed), and under a structured-output
+  // constraint (the runner verifies against the mask; a draft model cannot mask its own drafts).
+  bool sampled = false;
+  bool constrained = false;
+  // The request's sampler after `tokens` (when sampled): a draft model's proposals use a copy
+  // (same processors, penalties over its own drafts too) with the RNG reseeded to draft_seed.
+  const sampling::Sampler* sampler = nullptr;
+  uint64_t draft_seed = 0;
+  // Outputs (cleared by the runner): the drafts, and empty or [drafts][vocab] their q.
+  std::vector<int32_t>* draft_tokens = nullptr;
+  std::vector<float>* draft_probs = nullptr;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // Called once per executed plan, after sampling, with one entry per plan request.
+  virtual Status propose(const step::StepPlan& plan, std::span<ProposalRequest> requests) = 0;
+};
+
+}  // namespace pagoda::runner
