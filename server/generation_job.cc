@@ -214,18 +214,7 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
 }
 
 void GenerationJob::accumulate(Choice& c, ParsedDelta& parts) {
-  c.text += parts.content;
-  c.reasoning += parts.reasoning;
-  for (ToolCallDelta& d : parts.tool_calls) {
-    if (d.index < 0) continue;
-    if (static_cast<size_t>(d.index) >= c.tool_calls.size()) {
-      c.tool_calls.resize(static_cast<size_t>(d.index) + 1);
-    }
-    ToolCallResult& call = c.tool_calls[static_cast<size_t>(d.index)];
-    if (!d.id.empty()) call.id = d.id;
-    if (!d.name.empty()) call.name = d.name;
-    call.arguments += d.arguments;
-  }
+  append_parsed(parts, c.text, c.reasoning, c.tool_calls);
 }
 
 void GenerationJob::stream_output(Choice& c, int32_t index, const RequestOutput& out) {

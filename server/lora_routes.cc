@@ -1,28 +1,12 @@
 #include "server/lora_routes.h"
 
 #include "server/api_error.h"
+#include "server/http_responses.h"
 #include "server/openai_request.h"
 
 namespace pagoda::server {
 namespace {
 using nlohmann::json;
-
-HttpResponse respond(const json& j, int status = 200) {
-  HttpResponse r;
-  r.status = status;
-  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
-HttpResponse respond_error(const ApiError& e) {
-  HttpResponse r;
-  r.status = e.status;
-  r.body = e.body();
-  if (e.retry_after_seconds > 0) {
-    r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
-  }
-  return r;
-}
 
 // The body's string fields `names` (each required, 1..4096 bytes); any other key is refused.
 std::optional<ApiError> read_fields(const std::string& body, int32_t max_depth,
@@ -60,27 +44,29 @@ json adapter_object(const LoraAdapterInfo& a, const std::string& parent, int64_t
 HttpResponse load_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth) {
   std::vector<std::string> f;
   if (auto err = read_fields(body, max_json_depth, {"lora_name", "lora_path"}, f)) {
-    return respond_error(*err);
+    return error_response(*err);
   }
   const Status st = engine.load_lora_adapter(f[0], f[1]);
   if (!st.ok()) {
     const bool name_error = st.message().find("lora_name") != std::string::npos ||
                             st.message().find("already loaded") != std::string::npos;
-    return respond_error(from_status(st, name_error ? "lora_name" : "lora_path"));
+    return error_response(from_status(st, name_error ? "lora_name" : "lora_path"));
   }
-  return respond(json{{"object", "lora_adapter"},
-                      {"lora_name", f[0]},
-                      {"message", "Success: LoRA adapter '" + f[0] + "' added successfully."}});
+  return json_response(
+      json{{"object", "lora_adapter"},
+           {"lora_name", f[0]},
+           {"message", "Success: LoRA adapter '" + f[0] + "' added successfully."}});
 }
 
 HttpResponse unload_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth) {
   std::vector<std::string> f;
-  if (auto err = read_fields(body, max_json_depth, {"lora_name"}, f)) return respond_error(*err);
+  if (auto err = read_fields(body, max_json_depth, {"lora_name"}, f)) return error_response(*err);
   const Status st = engine.unload_lora_adapter(f[0]);
-  if (!st.ok()) return respond_error(from_status(st, "lora_name"));
-  return respond(json{{"object", "lora_adapter"},
-                      {"lora_name", f[0]},
-                      {"message", "Success: LoRA adapter '" + f[0] + "' removed successfully."}});
+  if (!st.ok()) return error_response(from_status(st, "lora_name"));
+  return json_response(
+      json{{"object", "lora_adapter"},
+           {"lora_name", f[0]},
+           {"message", "Success: LoRA adapter '" + f[0] + "' removed successfully."}});
 }
 
 json lora_model_objects(const Engine& engine, int64_t created) {

@@ -30,19 +30,8 @@ struct OfflineRun {
   OfflineRun(GenerationSpec s, Engine& e, OfflineDone d)
       : spec(std::move(s)), engine(e), done(std::move(d)) {}
 
-  void add_parts(ChoiceResult& c, ParsedDelta parts) {
-    c.text += parts.content;
-    c.reasoning += parts.reasoning;
-    for (ToolCallDelta& d : parts.tool_calls) {
-      if (d.index < 0) continue;
-      if (static_cast<size_t>(d.index) >= c.tool_calls.size()) {
-        c.tool_calls.resize(static_cast<size_t>(d.index) + 1);
-      }
-      ToolCallResult& call = c.tool_calls[static_cast<size_t>(d.index)];
-      if (!d.id.empty()) call.id = d.id;
-      if (!d.name.empty()) call.name = d.name;
-      call.arguments += d.arguments;
-    }
+  void add_parts(ChoiceResult& c, const ParsedDelta& parts) {
+    append_parsed(parts, c.text, c.reasoning, c.tool_calls);
   }
 
   // On the engine thread. Returns the result once every choice finished (or one failed).

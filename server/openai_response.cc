@@ -281,4 +281,20 @@ std::string sse_event(std::string_view payload) {
   return s;
 }
 
+void append_parsed(const ParsedDelta& parts, std::string& text, std::string& reasoning,
+                   std::vector<ToolCallResult>& tool_calls) {
+  text += parts.content;
+  reasoning += parts.reasoning;
+  for (const ToolCallDelta& d : parts.tool_calls) {
+    if (d.index < 0) continue;
+    if (static_cast<size_t>(d.index) >= tool_calls.size()) {
+      tool_calls.resize(static_cast<size_t>(d.index) + 1);
+    }
+    ToolCallResult& call = tool_calls[static_cast<size_t>(d.index)];
+    if (!d.id.empty()) call.id = d.id;
+    if (!d.name.empty()) call.name = d.name;
+    call.arguments += d.arguments;
+  }
+}
+
 }  // namespace pagoda::server

@@ -65,6 +65,12 @@ struct ChoiceResult {
   std::optional<int32_t> stop_token_id;
 };
 
+// Appends a parser's parts to a non-streamed choice's text, reasoning and tool calls (a tool
+// call's id and name from its first delta, its arguments concatenated; negative indices
+// skipped).
+void append_parsed(const ParsedDelta& parts, std::string& text, std::string& reasoning,
+                   std::vector<ToolCallResult>& tool_calls);
+
 struct UsageTotals {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;

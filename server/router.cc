@@ -12,6 +12,7 @@
 #include "server/embedding_job.h"
 #include "server/generation_job.h"
 #include "server/http_framing.h"
+#include "server/http_responses.h"
 #include "server/http_session.h"
 #include "server/lora_routes.h"
 #include "server/openai_request.h"
@@ -27,23 +28,6 @@ namespace {
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
 constexpr std::string_view kResponsePrefix = "/v1/responses/";
-
-HttpResponse json_response(const json& j, int status = 200) {
-  HttpResponse r;
-  r.status = status;
-  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
-HttpResponse error_response(const ApiError& e) {
-  HttpResponse r;
-  r.status = e.status;
-  r.body = e.body();
-  if (e.retry_after_seconds > 0) {
-    r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
-  }
-  return r;
-}
 
 }  // namespace
 
