@@ -279,10 +279,10 @@ step::StepPlan Scheduler::schedule() {
       // A request that wants prompt logprobs computes every prompt position (no prefix hit), so
       // each one has its logits row; its blocks are still published for others. Pooling reads
       // every prompt position's hidden state: nothing may be skipped either.
-      const kv::PrefixHit hit = r->sampling_->prompt_logprobs >= 0 ||
-                                        r->sampling_->pooling != PoolingType::kNone
-                                    ? kv::PrefixHit{}
-                                    : kv_.get_computed_blocks(r->kv_view());
+      const kv::PrefixHit hit =
+          r->sampling_->prompt_logprobs >= 0 || r->sampling_->pooling != PoolingType::kNone
+              ? kv::PrefixHit{}
+              : kv_.get_computed_blocks(r->kv_view());
       int64_t uncomputed = r->num_tokens() - hit.num_tokens;
       if (r->sampling_gated()) {
         if (--uncomputed == 0) {
