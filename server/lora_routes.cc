@@ -83,11 +83,4 @@ json lora_model_object(const Engine& engine, const std::string& name, int64_t cr
   return nullptr;
 }
 
-bool is_lora_adapter(const Engine& engine, const std::string& name) {
-  for (const LoraAdapterInfo& a : engine.lora_adapters()) {
-    if (a.name == name) return true;
-  }
-  return false;
-}
-
 }  // namespace pagoda::server

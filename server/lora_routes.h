@@ -23,7 +23,5 @@ HttpResponse unload_lora_adapter(Engine& engine, const std::string& body, int32_
 nlohmann::json lora_model_objects(const Engine& engine, int64_t created);
 // The /v1/models entry of adapter `name`, or null if no adapter has that name.
 nlohmann::json lora_model_object(const Engine& engine, const std::string& name, int64_t created);
-// True if `name` is a loaded adapter (a valid "model" for generation requests).
-bool is_lora_adapter(const Engine& engine, const std::string& name);
 
 }  // namespace pagoda::server

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "server/lora_routes.h"
 #include "server/openai_constraints.h"
 
 namespace pagoda::server {
@@ -335,6 +334,14 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint,
     ignored.push_back(shown);
   }
   return std::nullopt;
+}
+
+// True if `name` is a loaded LoRA adapter (a valid "model" for generation requests).
+bool is_lora_adapter(const Engine& engine, const std::string& name) {
+  for (const LoraAdapterInfo& a : engine.lora_adapters()) {
+    if (a.name == name) return true;
+  }
+  return false;
 }
 
 std::optional<ApiError> parse_common(const json& body, const Fields& f, const Engine& engine,
