@@ -17,6 +17,7 @@
 #include "kernels/matmul_observer.h"
 #include "kernels/quant.h"
 #include "loader/gguf_config.h"
+#include "loader/gguf_tensor_source.h"
 #include "model/arch/arch.h"
 
 namespace pagoda::convert {
@@ -75,14 +76,7 @@ Result<std::unique_ptr<model::Model>> overlay_model(std::shared_ptr<const format
   std::vector<model::TensorRef> refs;
   refs.reserve(in->tensors().size());
   for (const format::GgufTensorInfo& t : in->tensors()) {
-    model::TensorRef r;
-    r.name = t.name;
-    r.dtype = t.dtype;
-    r.n_dims = static_cast<int32_t>(t.n_dims);
-    for (int i = 0; i < 4; ++i)
-      r.dims[i] = static_cast<int64_t>(t.dims[i]);
-    r.data = t.data;
-    r.size_bytes = t.size_bytes;
+    model::TensorRef r = loader::gguf_tensor_ref(t);
     if (auto it = done.find(t.name); it != done.end()) {
       r.dtype = it->second->dtype;
       r.data = it->second->bytes.data();
