@@ -66,7 +66,7 @@ $(FUZZ_DIR)/build.ninja:
 
 test-fuzz: deps-test $(FUZZ_DIR)/build.ninja
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
-	scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+	scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS)
 
 format:
 	git ls-files '*.cc' '*.h' '*.inc' | xargs clang-format-14 -i
