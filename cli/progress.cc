@@ -36,8 +36,9 @@ std::string human_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-ProgressBar::ProgressBar(std::string label, std::FILE* out)
+ProgressBar::ProgressBar(std::string label, std::string unit, std::FILE* out)
     : label_(std::move(label)),
+      unit_(std::move(unit)),
       out_(out),
       tty_(isatty(fileno(out)) != 0),
       start_(std::chrono::steady_clock::now()),
@@ -52,25 +53,30 @@ double ProgressBar::elapsed_seconds() const {
 }
 
 std::string ProgressBar::render(size_t item_index, size_t num_items, std::string_view item_name,
-                                uint64_t bytes_done, uint64_t bytes_total, int width) const {
+                                uint64_t done, uint64_t total, int width) const {
   const double elapsed = elapsed_seconds();
   const double fraction =
-      bytes_total > 0 ? std::min(1.0, static_cast<double>(bytes_done) / bytes_total) : 1.0;
-  const double rate = elapsed > 0 ? static_cast<double>(bytes_done) / elapsed : 0;
-  const double eta = rate > 0 ? static_cast<double>(bytes_total - bytes_done) / rate : -1;
-  const std::string stats = fmt::format(
-      "{}/{} {}/{} {}/s ETA {}", item_index + 1, num_items, human_bytes(bytes_done),
-      human_bytes(bytes_total), human_bytes(static_cast<uint64_t>(rate)), human_duration(eta));
-  if (!tty_) {
-    return fmt::format("{}: {:.0f}% {} {}", label_, fraction * 100, stats, item_name);
+      total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
+  const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+  const double eta = rate > 0 && total >= done ? static_cast<double>(total - done) / rate : -1;
+  const std::string stats =
+      unit_.empty() ? fmt::format("{}/{} {}/{} {}/s ETA {}", item_index + 1, num_items,
+                                  human_bytes(done), human_bytes(total),
+                                  human_bytes(static_cast<uint64_t>(rate)), human_duration(eta))
+                    : fmt::format("{}/{} {} {:.1f} {}/s ETA {}", done, total, unit_, rate, unit_,
+                                  human_duration(eta));
+  if (width <= 0) {
+    return item_name.empty()
+               ? fmt::format("{}: {:.0f}% {}", label_, fraction * 100, stats)
+               : fmt::format("{}: {:.0f}% {} {}", label_, fraction * 100, stats, item_name);
   }
   constexpr int kBar = 24;
   const int filled = static_cast<int>(fraction * kBar);
   std::string line = fmt::format("{} [{}{}] {:3.0f}% {}", label_, std::string(filled, '#'),
                                  std::string(kBar - filled, '.'), fraction * 100, stats);
-  // The tensor name goes last and is cut to fit the terminal.
+  // The item name (or note) goes last and is cut to fit the terminal.
   const int room = width - 1 - static_cast<int>(line.size()) - 1;
-  if (room > 8) {
+  if (room > 8 && !item_name.empty()) {
     line += ' ';
     line += item_name.size() <= static_cast<size_t>(room)
                 ? std::string(item_name)
@@ -80,24 +86,32 @@ std::string ProgressBar::render(size_t item_index, size_t num_items, std::string
   return line;
 }
 
-void ProgressBar::update(size_t item_index, size_t num_items, std::string_view item_name,
-                         uint64_t bytes_done, uint64_t bytes_total) {
+void ProgressBar::draw(size_t item_index, size_t num_items, std::string_view item_name,
+                       uint64_t done, uint64_t total, bool force) {
   const auto now = std::chrono::steady_clock::now();
   const std::chrono::milliseconds interval =
       tty_ ? std::chrono::milliseconds(kTtyInterval) : std::chrono::milliseconds(kLogInterval);
-  if (now - last_draw_ < interval) return;
+  if (!force && now - last_draw_ < interval) return;
   last_draw_ = now;
   if (tty_) {
-    const int width = terminal_width(out_);
     const std::string line =
-        render(item_index, num_items, item_name, bytes_done, bytes_total, width);
+        render(item_index, num_items, item_name, done, total, terminal_width(out_));
     std::fprintf(out_, "\r%s\033[K", line.c_str());
     drawn_ = true;
   } else {
-    const std::string line = render(item_index, num_items, item_name, bytes_done, bytes_total, 0);
+    const std::string line = render(item_index, num_items, item_name, done, total, 0);
     std::fprintf(out_, "%s\n", line.c_str());
   }
   std::fflush(out_);
+}
+
+void ProgressBar::update(size_t item_index, size_t num_items, std::string_view item_name,
+                         uint64_t bytes_done, uint64_t bytes_total) {
+  draw(item_index, num_items, item_name, bytes_done, bytes_total, /*force=*/false);
+}
+
+void ProgressBar::update_count(uint64_t done, uint64_t total, std::string_view note, bool force) {
+  draw(0, 0, note, done, total, force);
 }
 
 void ProgressBar::finish() {

@@ -35,10 +35,10 @@ int run_imatrix(const ImatrixArgs& args) {
   if (!loaded.ok()) return fail(loaded.status().message());
   const std::vector<int32_t> tokens = diagnostics::tokenize_for_perplexity(*loaded, text.str());
   diagnostics::ActivationStats stats;
-  ProgressBar bar("imatrix");
+  ProgressBar bar("imatrix", "windows");
   const Status st = diagnostics::collect_activations(
       *loaded, tokens, args.ctx, args.chunks, stats,
-      [&bar](size_t done, size_t total) { bar.update(done - 1, total, "window", done, total); });
+      [&bar](size_t done, size_t total) { bar.update_count(done, total); });
   bar.finish();
   if (!st.ok()) return fail(st.message());
   const format::Imatrix m = stats.to_imatrix(args.text_file);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands/commands.h"
+#include "cli/progress.h"
 #include "format/gguf_file.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/hf/hf_tokenizer_files.h"
@@ -27,13 +28,6 @@ std::string value_type(const format::GgufValue& v) {
 
 std::string shape_of(const format::GgufTensorInfo& t) {
   return fmt::format("[{}]", fmt::join(t.dims, t.dims + t.n_dims, ", "));
-}
-
-std::string human_bytes(uint64_t n) {
-  if (n >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", n / double(uint64_t{1} << 30));
-  if (n >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", n / double(uint64_t{1} << 20));
-  if (n >= (uint64_t{1} << 10)) return fmt::format("{:.2f} KiB", n / double(uint64_t{1} << 10));
-  return fmt::format("{} B", n);
 }
 
 std::string opt_str(const std::optional<float>& v) {

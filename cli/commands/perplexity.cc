@@ -120,10 +120,10 @@ int run_perplexity(const PerplexityArgs& args) {
     ++row_index;
     return Status();
   };
-  ProgressBar bar("perplexity");
+  ProgressBar bar("perplexity", "windows");
   auto result = diagnostics::compute_perplexity(
       *loaded, tokens, options, on_row,
-      [&bar](size_t done, size_t total) { bar.update(done - 1, total, "window", done, total); });
+      [&bar](size_t done, size_t total) { bar.update_count(done, total); });
   bar.finish();
   if (!result.ok()) return fail(result.status().message());
   if (writer) {

@@ -65,12 +65,12 @@ Result<convert::CalibrationResult> run_calibration(const QuantizeArgs& args,
   c.imatrix = options.imatrix;
   PAGODA_ASSIGN_OR_RETURN(std::vector<convert::TensorPlan> plans,
                           convert::plan_types_for(*in, options.file_type));
-  ProgressBar bar(args.method);
+  ProgressBar bar(args.method, "stages");
   auto result =
       convert::calibrate(in, plans, tokens, c, [&bar](const convert::CalibrationProgress& p) {
-        const std::string what = fmt::format("stage {}/{} {}", p.stage + 1, p.num_stages, p.what);
-        bar.update(static_cast<size_t>(p.stage), static_cast<size_t>(p.num_stages), what, p.done,
-                   p.total);
+        // Stages finished so far; the note says where the current stage is ("forward 3/8").
+        bar.update_count(static_cast<uint64_t>(p.stage), static_cast<uint64_t>(p.num_stages),
+                         fmt::format("{} {}/{}", p.what, p.done, p.total));
       });
   bar.finish();
   if (!result.ok()) return result.status();

@@ -6,9 +6,7 @@
 // run_offline_completion), so a line's body is exactly what POSTing it would return. Resumable:
 // custom_ids already in the output file are skipped (a torn last line, from a kill, is cut off);
 // a bad line gets an error line and the run goes on.
-#include <unistd.h>
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -62,42 +60,6 @@ Result<std::unordered_set<std::string>> read_done(const std::string& path) {
   return done;
 }
 
-// "run-batch [#####.......]  42% 84/200 lines (3 errors) 12.1 lines/s ETA 0:09" on stderr:
-// redrawn on a terminal (at most 10 times a second), a plain line every 10 s otherwise.
-class BatchProgress {
- public:
-  explicit BatchProgress(size_t total)
-      : total_(total), tty_(isatty(fileno(stderr)) != 0), start_(Clock::now()), last_(start_) {}
-  void update(size_t done, size_t errors, bool force = false) {
-    const auto now = Clock::now();
-    if (!force &&
-        now - last_ < (tty_ ? std::chrono::milliseconds(100) : std::chrono::seconds(10))) {
-      return;
-    }
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double fraction =
-        total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
-    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
-    const int filled = static_cast<int>(fraction * 24);
-    const std::string line = fmt::format(
-        "run-batch [{}{}] {:3.0f}% {}/{} lines ({} errors) {:.1f} lines/s ETA {}",
-        std::string(filled, '#'), std::string(24 - filled, '.'), fraction * 100, done, total_,
-        errors, rate, rate > 0 ? human_duration(static_cast<double>(total_ - done) / rate) : "?");
-    std::fprintf(stderr, tty_ ? "\r%s\033[K" : "%s\n", line.c_str());
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (tty_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  size_t total_;
-  bool tty_;
-  Clock::time_point start_, last_;
-};
-
 // Output lines, written by the main thread as results arrive (from the engine thread).
 class ResultQueue {
  public:
@@ -144,14 +106,14 @@ int run_batch(BatchOpts o) {
   const int32_t limit = o.max_concurrency > 0 ? o.max_concurrency : 2 * ec.max_num_seqs;
   ResultQueue results;
   size_t in_flight = 0, finished = 0, skipped = 0, errors = 0;
-  BatchProgress bar(lines.size());
+  ProgressBar bar("run-batch", "lines");
   const auto write = [&](const std::deque<std::string>& ls) {
     for (const std::string& l : ls) {
       out << l << '\n';
       ++finished;
     }
     out.flush();  // a line is either whole in the file or absent (resume relies on it)
-    bar.update(finished + skipped, errors);
+    bar.update_count(finished + skipped, lines.size(), fmt::format("({} errors)", errors));
   };
   std::unordered_set<std::string> seen;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -195,7 +157,8 @@ int run_batch(BatchOpts o) {
     in_flight -= ls.size();
     write(ls);
   }
-  bar.update(finished + skipped, errors, /*force=*/true);
+  bar.update_count(finished + skipped, lines.size(), fmt::format("({} errors)", errors),
+                   /*force=*/true);
   bar.finish();
   engine.shutdown();
   spdlog::info("run-batch: {} written ({} errors), {} already in {}", finished, errors, skipped,
