@@ -64,15 +64,17 @@ double mem_available_gb() {
   return 0;
 }
 
-// Seconds of the fastest of `repeats` passes of fn() in one thread team.
-double best_team_pass(int repeats, const std::function<void()>& fn) {
-  double best = INFINITY;
-  for (int r = 0; r < repeats; ++r) {
+// Seconds of the median of `repeats` passes of fn() in one thread team: the statistic `pagoda
+// bench` reports, so that on a busy machine the probe sees the same contention the benchmarks do.
+double median_team_pass(int repeats, const std::function<void()>& fn) {
+  std::vector<double> t;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
     const auto t0 = Clock::now();
     kernels::run_in_team(fn);
-    best = std::min(best, seconds_since(t0));
+    t.push_back(seconds_since(t0));
   }
-  return best;
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+  return t[t.size() / 2];
 }
 
 // One small op and the team barrier after it, microseconds: a decode-sized add (the team's
@@ -81,7 +83,7 @@ double best_team_pass(int repeats, const std::function<void()>& fn) {
 double probe_sync_us(int repeats) {
   constexpr int kOps = 20000;
   std::vector<float> a(256, 1.0f), b(256, 0.0f);
-  const double ops = best_team_pass(repeats, [&] {
+  const double ops = median_team_pass(repeats, [&] {
     for (int i = 0; i < kOps; ++i) {
       kernels::add_inplace(b.data(), a.data(), static_cast<int64_t>(a.size()));
       kernels::team_sync();
@@ -135,9 +137,9 @@ Status probe_shapes(const CpuProbeOptions& o, HardwareSpec* hw) {
         for (size_t i = 0; i < used; ++i)
           kernels::matmul(copies[i].view, x.data(), n, y.data());
       };
-      best_team_pass(1, pass);  // warm
+      median_team_pass(1, pass);  // warm
       rate.m.push_back(tokens);
-      rate.seconds.push_back(best_team_pass(o.repeats, pass) / static_cast<double>(used));
+      rate.seconds.push_back(median_team_pass(o.repeats, pass) / static_cast<double>(used));
     }
     // A call over fewer rows is never slower than over more: noise (the only thing a shared
     // machine adds) inflated any point above a later one.
