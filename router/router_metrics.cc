@@ -149,7 +149,22 @@ struct RouterMetrics::Impl {
           .Register(*registry);
 };
 
-RouterMetrics::RouterMetrics() : impl_(std::make_unique<Impl>()) {}
+RouterMetrics::RouterMetrics() : impl_(std::make_unique<Impl>()) {
+  // Every label value known in advance starts at 0, as Prometheus advises ("avoid missing
+  // metrics"): rate() and the dashboard's panels see the series from the first scrape instead of
+  // "no data" until the first event, and a scrape lists every family the dashboard may name.
+  for (int c = 0; c <= static_cast<int>(ErrorCause::kCircuitOpen); ++c) {
+    impl_->errors.Add({{"cause", cause_name(static_cast<ErrorCause>(c))}});
+  }
+  for (int a = 0; a <= static_cast<int>(LadderAction::kPreset); ++a) {
+    impl_->ladder_actions.Add({{"action", action_name(static_cast<LadderAction>(a))}});
+  }
+  for (const char* direction : {"up", "down"}) {
+    impl_->level_changes.Add({{"direction", direction}});
+  }
+  for (const char* result : {"hit", "miss"})
+    impl_->cache_lookups.Add({{"result", result}});
+}
 RouterMetrics::~RouterMetrics() = default;
 
 void RouterMetrics::count_request(const std::string& backend, Outcome outcome) {
@@ -205,6 +220,8 @@ std::string RouterMetrics::render(const std::vector<BackendPool::BackendView>& b
   for (const auto& b : backends) {
     impl_->admitted.Add({{"backend", b.name}}).Set(b.admitted ? 1.0 : 0.0);
     impl_->outstanding.Add({{"backend", b.name}}).Set(static_cast<double>(b.outstanding));
+    impl_->ejections.Add({{"backend", b.name}});  // 0 until the first (see the constructor)
+    impl_->readmissions.Add({{"backend", b.name}});
   }
   prometheus::TextSerializer serializer;
   return serializer.Serialize(impl_->registry->Collect());

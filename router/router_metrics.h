@@ -39,6 +39,7 @@ enum class ErrorCause {
   kQueueTimeout,     // 1: waited in the router's queue longer than its timeout (429)
   kFeatureDisabled,  // 4: a turned-off feature was asked for (503 naming the field)
   kCircuitOpen,      // 5: the circuit breaker answered 503
+  // Keep kCircuitOpen last: RouterMetrics creates the series of every cause up to it at 0.
 };
 
 // What the ladder did to a request that went through (counted in
@@ -47,7 +48,7 @@ enum class LadderAction {
   kClamped,   // 2: max_tokens lowered to the cap
   kRerouted,  // 3: sent to the smaller model
   kCacheHit,  // 4: answered from the response cache
-  kPreset,    // 5: answered with the preset reply
+  kPreset,    // 5: answered with the preset reply (keep last, as kCircuitOpen above)
 };
 
 const char* outcome_name(Outcome o);

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Router overhead: `pagoda bench serve` against one `pagoda serve` replica directly and through
-# `pagoda router` (one backend, no ladder), same workload and seed; prints the p50/p99 TTFT of
-# both and the difference (issue 35's target: <= 1 ms p50 and <= 5 ms p99 at 256 streams). The
-# router passes /tokenize through, so both runs use exact-length prompts.
+# `pagoda router` (one backend, no ladder), same workload; prints the p50/p99 TTFT of both and the
+# difference (issue 35's target: <= 1 ms p50 and <= 5 ms p99 at 256 streams) as a Markdown table
+# and one JSON line, ready to paste. The router passes /tokenize through, so both runs use
+# exact-length prompts. Direct and routed runs alternate for ROUNDS rounds (drift on the machine
+# hits both alike) with a fresh seed each (the same prompts twice would hit the replica's prefix
+# cache); the summary takes the median over rounds of each run's p50 and p99, and of the
+# per-round differences.
 # A tool, not a test: run it on a quiet machine.
 #   bench/router/router_overhead.sh [BUILD_DIR] [MODEL] [CONCURRENCY] [NUM_PROMPTS] [INPUT_LEN] [OUTPUT_LEN]
+# Environment: ROUNDS (3), SERVE_THREADS (the serve default), SERVE_PORT / ROUTER_PORT (free ports).
 set -euo pipefail
 BUILD=${1:-build}
 MODEL=${2:-models/demo.gguf}
@@ -13,8 +18,11 @@ NUM_PROMPTS=${4:-1024}
 INPUT_LEN=${5:-32}
 OUTPUT_LEN=${6:-16}
 PAGODA=$BUILD/bin/pagoda
-SERVE_PORT=${SERVE_PORT:-18731}
-ROUTER_PORT=${ROUTER_PORT:-18732}
+ROUNDS=${ROUNDS:-3}
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+SERVE_PORT=${SERVE_PORT:-$(free_port)}
+ROUTER_PORT=${ROUTER_PORT:-$(free_port)}
+[[ -x $PAGODA ]] || { echo "no $PAGODA (build it: ninja -C $BUILD pagoda)" >&2; exit 1; }
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -33,7 +41,7 @@ wait_health() {
 }
 
 "$PAGODA" serve -m "$MODEL" --host 127.0.0.1 --port "$SERVE_PORT" --max-num-seqs "$CONCURRENCY" \
-  2>"$TMP/serve.log" &
+  ${SERVE_THREADS:+--threads "$SERVE_THREADS"} 2>"$TMP/serve.log" &
 PIDS+=($!)
 cat >"$TMP/router.yaml" <<YAML
 listen: {host: 127.0.0.1, port: $ROUTER_PORT}
@@ -44,20 +52,54 @@ PIDS+=($!)
 wait_health "$SERVE_PORT"
 wait_health "$ROUTER_PORT"
 
-# Different seeds: the same prompts twice would hit the replica's prefix cache the second time.
 run() {
   "$PAGODA" bench serve --url "http://127.0.0.1:$1" --concurrency "$CONCURRENCY" \
     --num-prompts "$NUM_PROMPTS" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --seed "$2" --json
 }
-run "$SERVE_PORT" 3 >/dev/null  # warm-up: the replica's first requests pay one-time costs
-run "$SERVE_PORT" 1 >"$TMP/direct.json"
-run "$ROUTER_PORT" 2 >"$TMP/router.json"
-/usr/bin/python3 - "$TMP/direct.json" "$TMP/router.json" <<'PY'
-import json, sys
-d, r = (json.load(open(p)) for p in sys.argv[1:3])
-for name, x in (("direct", d), ("router", r)):
-    print(f"{name:7s} completed {x['completed']}/{x['num_prompts']}  ttft p50 {x['ttft']['p50_ms']:.2f} ms"
-          f"  p99 {x['ttft']['p99_ms']:.2f} ms  e2e p50 {x['e2e_latency']['p50_ms']:.2f} ms")
-print(f"added   ttft p50 {r['ttft']['p50_ms'] - d['ttft']['p50_ms']:+.2f} ms"
-      f"  p99 {r['ttft']['p99_ms'] - d['ttft']['p99_ms']:+.2f} ms")
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+run "$SERVE_PORT" 1000 >/dev/null  # warm-up: the replica's first requests pay one-time costs
+for r in $(seq 1 "$ROUNDS"); do
+  echo "round $r/$ROUNDS" >&2
+  run "$SERVE_PORT" "$((2 * r))" >"$TMP/direct_$r.json"
+  run "$ROUTER_PORT" "$((2 * r + 1))" >"$TMP/router_$r.json"
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+/usr/bin/python3 - "$TMP" "$ROUNDS" "$MODEL" "$(nproc)" "$load_before" "$load_after" <<'PY'
+import json, statistics, sys
+tmp, rounds, model, cpus, load_before, load_after = sys.argv[1:7]
+rounds = int(rounds)
+runs = {k: [json.load(open(f"{tmp}/{k}_{r}.json")) for r in range(1, rounds + 1)] for k in ("direct", "router")}
+first = runs["direct"][0]
+med = statistics.median
+def ms(x, q): return x["ttft"][f"{q}_ms"]
+print(f"model {model}, {first['concurrency']} concurrent streams, {first['num_prompts']} prompts of "
+      f"{first['input_len']} -> {first['output_len']} tokens, {rounds} rounds, {cpus} CPUs, "
+      f"load average {load_before} -> {load_after}")
+print()
+print("| round | direct TTFT p50 ms | direct p99 ms | router p50 ms | router p99 ms | added p50 ms | added p99 ms | failed (direct/router) |")
+print("|---|---|---|---|---|---|---|---|")
+added50, added99 = [], []
+for r, (d, x) in enumerate(zip(runs["direct"], runs["router"]), 1):
+    a50, a99 = ms(x, "p50") - ms(d, "p50"), ms(x, "p99") - ms(d, "p99")
+    added50.append(a50); added99.append(a99)
+    print(f"| {r} | {ms(d, 'p50'):.2f} | {ms(d, 'p99'):.2f} | {ms(x, 'p50'):.2f} | {ms(x, 'p99'):.2f} | "
+          f"{a50:+.2f} | {a99:+.2f} | {d['failed']}/{x['failed']} |")
+summary = {
+    "model": model, "concurrency": first["concurrency"], "num_prompts": first["num_prompts"],
+    "input_len": first["input_len"], "output_len": first["output_len"], "rounds": rounds,
+    "cpus": int(cpus), "load_average": [load_before, load_after],
+    "direct_ttft_p50_ms": med(ms(d, "p50") for d in runs["direct"]),
+    "direct_ttft_p99_ms": med(ms(d, "p99") for d in runs["direct"]),
+    "router_ttft_p50_ms": med(ms(x, "p50") for x in runs["router"]),
+    "router_ttft_p99_ms": med(ms(x, "p99") for x in runs["router"]),
+    "added_ttft_p50_ms": med(added50), "added_ttft_p99_ms": med(added99),
+    "failed": sum(x["failed"] for k in runs for x in runs[k]),
+}
+print(f"| median | {summary['direct_ttft_p50_ms']:.2f} | {summary['direct_ttft_p99_ms']:.2f} | "
+      f"{summary['router_ttft_p50_ms']:.2f} | {summary['router_ttft_p99_ms']:.2f} | "
+      f"{summary['added_ttft_p50_ms']:+.2f} | {summary['added_ttft_p99_ms']:+.2f} | {summary['failed']} |")
+print()
+print(json.dumps(summary))
+if summary["failed"]:
+    sys.exit("some requests failed: the figures are not valid")
 PY

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -127,13 +128,21 @@ int run_plan(const PlanArgs& a) {
   if (!a.calibrate_out.empty()) {
     planner::CpuProbeOptions o;
     o.threads = a.threads;
+    std::optional<planner::PlanModel> model;
+    if (!a.model.empty()) {  // also time the model's own weight shapes
+      auto m = planner::load_plan_model(a.model);
+      if (!m.ok()) return fail(m.status().message());
+      model = std::move(*m);
+      o.model = &*model;
+    }
     auto hw = planner::probe_cpu(o);
     if (!hw.ok()) return fail(hw.status().message());
     std::ofstream out(a.calibrate_out, std::ios::binary);
     out << planner::hardware_to_json(*hw);
     if (!out) return fail("--calibrate: cannot write " + a.calibrate_out);
-    std::printf("wrote %s: %.1f GB/s read, %zu weight types\n", a.calibrate_out.c_str(),
-                hw->bandwidth_gbs, hw->matmul.size());
+    std::printf("wrote %s: %.1f GB/s read, %zu weight types, %zu model shapes, %.2f us per op\n",
+                a.calibrate_out.c_str(), hw->bandwidth_gbs, hw->matmul.size(), hw->shapes.size(),
+                hw->sync_us);
     return 0;
   }
   if (a.model.empty())
@@ -223,7 +232,8 @@ void register_plan(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("--hardware-file", a->hardware_file, "Replace the built-in hardware table");
   cmd->add_option("--calibration", a->calibration, "cpu: use this probe file, not a new probe");
-  cmd->add_option("--calibrate", a->calibrate_out, "Probe this machine and write the cpu entry");
+  cmd->add_option("--calibrate", a->calibrate_out,
+                  "Probe this machine and write the cpu entry (with -m: also the model's shapes)");
   cmd->add_option("--qps", a->w.qps, "Requests per second to serve")->capture_default_str();
   cmd->add_option("--input-len", a->w.input_len, "Prompt tokens per request")
       ->capture_default_str();

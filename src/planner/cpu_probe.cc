@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "kernels/isa.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "kernels/team.h"
 #include "planner/bandwidth_probe.h"
 
 namespace pagoda::planner {
@@ -59,6 +62,92 @@ double mem_available_gb() {
     if (key == "MemAvailable:") return static_cast<double>(kb) * 1024 / 1e9;
   }
   return 0;
+}
+
+// Seconds of the median of `repeats` passes of fn() in one thread team: the statistic `pagoda
+// bench` reports, so that on a busy machine the probe sees the same contention the benchmarks do.
+double median_team_pass(int repeats, const std::function<void()>& fn) {
+  std::vector<double> t;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const auto t0 = Clock::now();
+    kernels::run_in_team(fn);
+    t.push_back(seconds_since(t0));
+  }
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+  return t[t.size() / 2];
+}
+
+// One small op and the team barrier after it, microseconds: a decode-sized add (the team's
+// first thread alone) whose result the whole team then reads, as a norm's or a residual add's
+// is (barriers are lazy: team_sync waits only after a write).
+double probe_sync_us(int repeats) {
+  constexpr int kOps = 20000;
+  std::vector<float> a(256, 1.0f), b(256, 0.0f);
+  const double ops = median_team_pass(repeats, [&] {
+    for (int i = 0; i < kOps; ++i) {
+      kernels::add_inplace(b.data(), a.data(), static_cast<int64_t>(a.size()));
+      kernels::team_sync();
+    }
+  });
+  return ops / kOps * 1e6;  // the one fork/join is noise next to 20,000 ops
+}
+
+// The model's dense matmul shapes (distinct type x rows x cols of its file matrices, experts and
+// the embedding lookup left out), each timed per call at o.shape_tokens.
+Status probe_shapes(const CpuProbeOptions& o, HardwareSpec* hw) {
+  const PlanModel& model = *o.model;
+  double model_bytes = 0;
+  std::vector<const WeightMatrix*> todo;
+  for (const WeightMatrix& m : model.file_matrices) {
+    if (!m.dtype) continue;
+    PAGODA_ASSIGN_OR_RETURN(uint64_t row_bytes, tensor::row_size_bytes(*m.dtype, m.cols));
+    model_bytes +=
+        static_cast<double>(row_bytes) * static_cast<double>(m.rows) * static_cast<double>(m.count);
+    if (m.embedding || m.num_experts > 0 || m.rows < 2 || m.cols < 2) continue;
+    if (!kernels::can_quantize(*m.dtype)) continue;
+    if (hw->find_shape(*m.dtype, m.rows, m.cols) != nullptr) continue;
+    bool seen = false;
+    for (const WeightMatrix* t : todo)
+      seen = seen || (t->dtype == m.dtype && t->rows == m.rows && t->cols == m.cols);
+    if (!seen) todo.push_back(&m);
+  }
+  const double working_set = std::min(model_bytes, static_cast<double>(o.max_working_set));
+  for (const WeightMatrix* m : todo) {
+    PAGODA_ASSIGN_OR_RETURN(uint64_t row_bytes, tensor::row_size_bytes(*m->dtype, m->cols));
+    const double matrix_bytes = static_cast<double>(row_bytes) * static_cast<double>(m->rows);
+    const auto max_copies =
+        static_cast<size_t>(std::clamp(std::ceil(working_set / matrix_bytes), 1.0, 4096.0));
+    std::vector<Matrix> copies;
+    for (size_t i = 0; i < max_copies; ++i) {
+      PAGODA_ASSIGN_OR_RETURN(Matrix c, make_matrix(*m->dtype, m->rows, m->cols));
+      copies.push_back(std::move(c));
+    }
+    ShapeRate rate{*m->dtype, m->rows, m->cols, {}, {}};
+    for (double tokens : o.shape_tokens) {
+      const auto n = static_cast<int64_t>(tokens);
+      // Past one token the work is compute: a few copies (about 1 GFLOP a pass) are enough.
+      const double flops =
+          2.0 * static_cast<double>(m->rows) * static_cast<double>(m->cols) * tokens;
+      const size_t used =
+          n == 1 ? copies.size()
+                 : std::min(copies.size(), static_cast<size_t>(std::max(1.0, 1e9 / flops)));
+      std::vector<float> x(static_cast<size_t>(n * m->cols), 0.5f),
+          y(static_cast<size_t>(n * m->rows));
+      auto pass = [&] {
+        for (size_t i = 0; i < used; ++i)
+          kernels::matmul(copies[i].view, x.data(), n, y.data());
+      };
+      median_team_pass(1, pass);  // warm
+      rate.m.push_back(tokens);
+      rate.seconds.push_back(median_team_pass(o.repeats, pass) / static_cast<double>(used));
+    }
+    // A call over fewer rows is never slower than over more: noise (the only thing a shared
+    // machine adds) inflated any point above a later one.
+    for (size_t i = rate.seconds.size(); i-- > 1;)
+      rate.seconds[i - 1] = std::min(rate.seconds[i - 1], rate.seconds[i]);
+    hw->shapes.push_back(std::move(rate));
+  }
+  return Status::ok_status();
 }
 
 }  // namespace
@@ -124,6 +213,8 @@ Result<HardwareSpec> probe_cpu(const CpuProbeOptions& o) {
   } else {
     hw.fp16_tflops = 0.1;
   }
+  hw.sync_us = probe_sync_us(o.repeats);
+  if (o.model != nullptr) PAGODA_RETURN_IF_ERROR(probe_shapes(o, &hw));
   hw.sources = {"measured by `pagoda plan --calibrate` (src/planner/cpu_probe.cc)"};
   return hw;
 }

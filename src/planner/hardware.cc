@@ -98,6 +98,67 @@ Status read_matmul(Reader& r, HardwareSpec* s) {
   return Status::ok_status();
 }
 
+// "shapes": [{"type": "Q4_0", "rows": 2048, "cols": 2048, "m": [1, 8], "seconds": [1e-4, 2e-4]}]
+Status read_shapes(Reader& r, HardwareSpec* s) {
+  const json* list = r.get("shapes");
+  if (list == nullptr) return Status::ok_status();
+  if (!list->is_array() || list->size() > HardwareLimits::kMaxShapes) {
+    return invalid_argument("{}: \"shapes\" must be an array of at most {} objects", r.where,
+                            HardwareLimits::kMaxShapes);
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string where = fmt::format("{}: shapes[{}]", r.where, i);
+    const json& e = (*list)[i];
+    if (!e.is_object()) return invalid_argument("{} must be an object", where);
+    Reader rr{e, where, {}};
+    ShapeRate out;
+    std::string type;
+    PAGODA_RETURN_IF_ERROR(rr.string("type", &type));
+    const auto dtype = tensor::dtype_from_name(type);
+    if (!dtype) return invalid_argument("{}: \"type\" is not a weight type", where);
+    out.dtype = *dtype;
+    double rows = 0, cols = 0;
+    PAGODA_RETURN_IF_ERROR(rr.number("rows", 1, HardwareLimits::kMaxShapeDim, false, &rows));
+    PAGODA_RETURN_IF_ERROR(rr.number("cols", 1, HardwareLimits::kMaxShapeDim, false, &cols));
+    if (rows < 1 || cols < 1 || rows != std::floor(rows) || cols != std::floor(cols)) {
+      return invalid_argument("{}: \"rows\" and \"cols\" must be positive integers", where);
+    }
+    out.rows = static_cast<int64_t>(rows);
+    out.cols = static_cast<int64_t>(cols);
+    for (const char* key : {"m", "seconds"}) {
+      const json* v = rr.get(key);
+      if (v == nullptr || !v->is_array() || v->empty() ||
+          v->size() > HardwareLimits::kMaxShapePoints) {
+        return invalid_argument("{}: \"{}\" must be an array of 1 to {} numbers", where, key,
+                                HardwareLimits::kMaxShapePoints);
+      }
+      const bool is_m = key[0] == 'm';
+      const double hi = is_m ? HardwareLimits::kMaxShapeTokens : HardwareLimits::kMaxShapeSeconds;
+      for (const json& x : *v) {
+        const double d = x.is_number() ? x.get<double>() : -1;
+        if (!std::isfinite(d) || d > hi || (is_m ? d < 1 : d <= 0)) {
+          return invalid_argument("{}: \"{}\" holds a value outside {}, {}]", where, key,
+                                  is_m ? "[1" : "(0", hi);
+        }
+        (is_m ? out.m : out.seconds).push_back(d);
+      }
+    }
+    if (out.m.size() != out.seconds.size()) {
+      return invalid_argument("{}: \"m\" and \"seconds\" differ in length", where);
+    }
+    for (size_t k = 1; k < out.m.size(); ++k) {
+      if (!(out.m[k] > out.m[k - 1]))
+        return invalid_argument("{}: \"m\" must be increasing", where);
+    }
+    PAGODA_RETURN_IF_ERROR(rr.no_unknown_keys());
+    if (s->find_shape(out.dtype, out.rows, out.cols) != nullptr) {
+      return invalid_argument("{}: the shape is listed twice", where);
+    }
+    s->shapes.push_back(std::move(out));
+  }
+  return Status::ok_status();
+}
+
 Result<HardwareSpec> read_entry(const json& e, size_t index, const HardwareSpec& defaults) {
   std::string where = fmt::format("hardware[{}]", index);
   if (!e.is_object()) return invalid_argument("{} must be an object", where);
@@ -138,6 +199,8 @@ Result<HardwareSpec> read_entry(const json& e, size_t index, const HardwareSpec&
   }
   PAGODA_RETURN_IF_ERROR(read_tunables(r, &s));
   PAGODA_RETURN_IF_ERROR(read_matmul(r, &s));
+  PAGODA_RETURN_IF_ERROR(read_shapes(r, &s));
+  PAGODA_RETURN_IF_ERROR(r.number("sync_us", 0, HardwareLimits::kMaxLatencyUs, false, &s.sync_us));
   if (const json* src = r.get("sources")) {
     if (!src->is_array() || src->size() > HardwareLimits::kMaxSources) {
       return invalid_argument("{}: \"sources\" must be an array of at most {} strings", where,
@@ -157,6 +220,25 @@ Result<HardwareSpec> read_entry(const json& e, size_t index, const HardwareSpec&
 }
 
 }  // namespace
+
+double ShapeRate::seconds_at(double tokens) const {
+  if (m.empty()) return 0;
+  if (tokens <= m.front()) return seconds.front();
+  for (size_t k = 1; k < m.size(); ++k) {
+    if (tokens <= m[k]) {
+      const double f = (tokens - m[k - 1]) / (m[k] - m[k - 1]);
+      return seconds[k - 1] + f * (seconds[k] - seconds[k - 1]);
+    }
+  }
+  return seconds.back() * tokens / m.back();
+}
+
+const ShapeRate* HardwareSpec::find_shape(tensor::DType dtype, int64_t rows, int64_t cols) const {
+  for (const ShapeRate& r : shapes) {
+    if (r.dtype == dtype && r.rows == rows && r.cols == cols) return &r;
+  }
+  return nullptr;
+}
 
 double HardwareSpec::usable_bytes() const {
   return std::max(0.0, memory_gb * memory_utilization - reserved_gb) * 1e9;
@@ -223,6 +305,18 @@ std::string hardware_to_json(const HardwareSpec& s) {
                                                  {"gemm_gflops", rate.gemm_gflops}};
   }
   j["matmul"] = m;
+  if (!s.shapes.empty()) {
+    json shapes = json::array();
+    for (const ShapeRate& r : s.shapes) {
+      shapes.push_back({{"type", std::string(tensor::dtype_name(r.dtype))},
+                        {"rows", r.rows},
+                        {"cols", r.cols},
+                        {"m", r.m},
+                        {"seconds", r.seconds}});
+    }
+    j["shapes"] = shapes;
+  }
+  j["sync_us"] = s.sync_us;
   j["sources"] = s.sources;
   return j.dump(2) + "\n";
 }

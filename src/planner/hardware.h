@@ -24,6 +24,23 @@ struct MatmulRate {
   double gemm_gflops = 0;  // 2 * rows * cols * m per second at a prefill-sized m
 };
 
+// Measured time of one matmul call of our kernels at a model's real weight shape and type (cpu
+// only), at a few token counts m: seconds[i] per call at m[i], m strictly increasing. Measured
+// inside a thread team as the forward pass runs them (cpu_probe.h), so the barrier after each
+// call and the cache behaviour of a working set the model's size are in the figure.
+struct ShapeRate {
+  tensor::DType dtype = tensor::DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<double> m;
+  std::vector<double> seconds;
+
+  // Seconds of one call at `tokens` rows: piecewise linear between the measured points, the
+  // first point's time below it (a call never gets cheaper than one row), and linear in m beyond
+  // the last (compute-bound there).
+  double seconds_at(double tokens) const;
+};
+
 struct HardwareSpec {
   std::string name;  // "h100-sxm", "cpu"
   std::string description;
@@ -43,9 +60,15 @@ struct HardwareSpec {
   double allreduce_latency_us = 10;
   // Per weight type (cpu): measured rates that replace the peak-times-fraction roofline.
   std::map<tensor::DType, MatmulRate> matmul;
+  // Per weight shape (cpu, `pagoda plan --calibrate FILE -m MODEL`): they replace `matmul` for
+  // the matrices they match. And one barrier of the forward pass's thread team, microseconds:
+  // the per-op cost of the non-matmul ops (norms, rope, attention, adds) a step pays per layer.
+  std::vector<ShapeRate> shapes;
+  double sync_us = 0;
   std::vector<std::string> sources;
 
   bool is_cpu() const { return name == "cpu"; }
+  const ShapeRate* find_shape(tensor::DType dtype, int64_t rows, int64_t cols) const;
   // Bytes a device can hold for weights + KV: memory x utilization - reserved.
   double usable_bytes() const;
 };
@@ -61,6 +84,11 @@ struct HardwareLimits {
   static constexpr double kMaxTflops = 1e6;
   static constexpr int32_t kMaxDevices = 1024;
   static constexpr double kMaxLatencyUs = 1e6;
+  static constexpr size_t kMaxShapes = 256;
+  static constexpr size_t kMaxShapePoints = 16;
+  static constexpr double kMaxShapeDim = 1 << 24;
+  static constexpr double kMaxShapeTokens = 1 << 20;
+  static constexpr double kMaxShapeSeconds = 1e6;
 };
 
 // {"defaults": {...}, "hardware": [{...}, ...]} as in data/hardware.json, or one entry object

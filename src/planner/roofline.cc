@@ -99,6 +99,14 @@ StepCost step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
                        (hw.bandwidth_gbs * 1e9 * hw.bandwidth_efficiency) / tp;
       continue;
     }
+    // A probed shape (dense matrices on one device): its measured time per call at this many
+    // tokens, once per matrix of the model.
+    if (m.num_experts == 0 && s.tp == 1) {
+      if (const ShapeRate* r = hw.find_shape(matrix_dtype(m, s.quant), m.rows, m.cols)) {
+        cost.matmul_s += static_cast<double>(m.count) * r->seconds_at(tokens);
+        continue;
+      }
+    }
     // Vectors (norms, biases) are read once and multiply nothing worth counting.
     const double bytes = m.touched_count(tokens) * per / tp;
     const double flops = 2.0 * static_cast<double>(m.rows) * static_cast<double>(m.cols) *
@@ -123,7 +131,8 @@ StepCost step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
         hw.allreduce_latency_us * 1e-6 + 2.0 * (tp - 1) / tp * buffer / (hw.interconnect_gbs * 1e9);
     cost.comm_s = 2.0 * c.num_layers * one;
   }
-  cost.seconds = cost.matmul_s + cost.attention_s + cost.comm_s;
+  cost.overhead_s = c.num_layers * kSyncsPerLayer * hw.sync_us * 1e-6;
+  cost.seconds = cost.matmul_s + cost.attention_s + cost.comm_s + cost.overhead_s;
   return cost;
 }
 

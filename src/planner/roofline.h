@@ -3,7 +3,10 @@
 // every token of the step; each sequence's KV is read once per decode token; a step's time is,
 // per matrix, the larger of its memory and compute times, plus attention, plus two all-reduces
 // per layer over the interconnect when tp > 1. GPUs use peak x achievable fraction; `cpu` uses
-// the matmul rates its probe measured per weight type (cpu_probe.h).
+// the matmul rates its probe measured per weight type (cpu_probe.h), or, for a matrix whose shape
+// and type it probed, that shape's measured time per call at the step's token count
+// (ShapeRate::seconds_at: the batch efficiency of the real kernels), plus the thread team's
+// barriers of the non-matmul ops: kSyncsPerLayer per layer x sync_us.
 #pragma once
 
 #include <cstdint>
@@ -53,9 +56,14 @@ struct DeviceSetup {
 // KV bytes one token occupies on each device of the group.
 double kv_bytes_per_token(const DeviceSetup& s);
 
+// Barriers per layer a step pays outside the matmuls (cpu): the two norms, rope, the KV write,
+// attention, the activation and the two residual adds, each followed by the team's barrier. An
+// estimate from the decoder's op sequence (src/model/blocks), not a measurement.
+constexpr double kSyncsPerLayer = 8;
+
 struct StepCost {
   double seconds = 0;
-  double matmul_s = 0, attention_s = 0, comm_s = 0;
+  double matmul_s = 0, attention_s = 0, comm_s = 0, overhead_s = 0;
 };
 
 // One step computing `decode_seqs` sequences' next token at context `decode_ctx` plus

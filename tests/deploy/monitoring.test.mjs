@@ -1,9 +1,11 @@
 // deploy/prometheus and deploy/grafana, offline: promtool checks and unit-tests the alert rules,
 // checks the scrape config, parses every PromQL expression (alerts, the Prometheus adapter's HPA
 // rule, each dashboard panel as a generated recording rule), and every metric those expressions
-// name is one that a real `pagoda serve` of the bundled model exports, or a router or
-// Kubernetes metric listed in deploy/README.md ("Metrics"). Mutated copies show each check
-// can fail.
+// name is one that a real `pagoda serve` of the bundled model or a real `pagoda router` in front
+// of it exports (or a Prometheus or Kubernetes metric listed in deploy/README.md, "Metrics"), and
+// every label value the dashboard and alerts match on a router metric is one the router's code
+// emits (router/router_metrics.cc), so the dashboard cannot drift from the code. Mutated copies
+// show each check can fail.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -13,7 +15,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import YAML from "yaml";
 
-import { skipReason, startServer } from "../server/js/harness.mjs";
+import { skipReason, startRouter, startServer } from "../server/js/harness.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const promDir = path.join(root, "deploy/prometheus");
@@ -88,8 +90,65 @@ function alertExpressions(file = path.join(promDir, "alerts.yml")) {
 // Grafana's interval variables in an expression, replaced by a duration promtool accepts.
 const forPromtool = (expr) => expr.replace(/\$__(rate_interval|interval|range)/g, "5m");
 
-let exported = null;  // series names of a real `pagoda serve`
+// The metric names a Prometheus text exposition declares: every sample's name, and every
+// `# TYPE` family (so a labelled family with no series yet still counts), with a histogram's or
+// summary's _bucket/_sum/_count series.
+export function exposedNames(text) {
+  const names = new Set();
+  for (const line of text.split("\n")) {
+    const sample = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/);
+    if (sample) names.add(sample[1]);
+    const type = line.match(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)/);
+    if (!type) continue;
+    names.add(type[1]);
+    if (type[2] === "histogram" || type[2] === "summary") {
+      for (const suffix of ["_bucket", "_sum", "_count"]) names.add(type[1] + suffix);
+    }
+  }
+  return names;
+}
+
+// label -> the values router/router_metrics.cc can give it: string literals of a label pair
+// (`{"unit", "entries"}`, `{"result", hit ? "hit" : "miss"}`) and the `return "..."` values of
+// the *_name function a pair calls (`{"cause", cause_name(cause)}`). Labels set from runtime
+// data (backend names) have no literal and are not listed.
+export function routerLabelValues(source) {
+  const functions = new Map();
+  for (const m of source.matchAll(/const char\* (\w+_name)\([^)]*\) \{([\s\S]*?)\n\}/g)) {
+    functions.set(m[1], [...m[2].matchAll(/return "([^"]*)";/g)].map((r) => r[1]).filter((v) => v !== "unknown"));
+  }
+  const values = new Map();
+  for (const m of source.matchAll(/\{"(\w+)",\s*([^{}]*)\}/g)) {
+    const call = m[2].match(/^(\w+_name)\(/);
+    const found = call ? functions.get(call[1]) ?? [] : [...m[2].matchAll(/"([^"]*)"/g)].map((v) => v[1]);
+    if (found.length === 0) continue;
+    if (!values.has(m[1])) values.set(m[1], new Set());
+    for (const v of found) values.get(m[1]).add(v);
+  }
+  return values;
+}
+
+// Each `label="v"` / `label=~"a|b"` matcher on a pagoda_router_* selector whose label the code
+// gives literal values: the values it names that the code never emits.
+function unknownRouterLabelValues(expressions, known) {
+  const bad = [];
+  for (const { where, expr } of expressions) {
+    for (const m of expr.matchAll(/(pagoda_router_\w+)\{([^}]*)\}/g)) {
+      for (const mm of m[2].matchAll(/(\w+)\s*(=~|=)\s*"([^"]*)"/g)) {
+        const allowed = known.get(mm[1]);
+        if (!allowed) continue;
+        const wanted = mm[2] === "=" ? [mm[3]] : mm[3].split("|");
+        for (const v of wanted) if (!allowed.has(v)) bad.push(`${where}: ${m[1]}{${mm[1]}="${v}"}`);
+      }
+    }
+  }
+  return bad;
+}
+
+let exported = null;        // metric names of a real `pagoda serve`
+let routerExported = null;  // metric names of a real `pagoda router` in front of it
 let server = null;
+let router = null;
 const skip = skipReason();
 
 before(async () => {
@@ -102,14 +161,28 @@ before(async () => {
     body: JSON.stringify({ prompt: "Once upon a time", max_tokens: 4 }),
   });
   assert.equal(r.status, 200, await r.text());
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  exported = new Set();
-  for (const line of text.split("\n")) {
-    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/);
-    if (m) exported.add(m[1]);
-  }
+  exported = exposedNames(await (await fetch(`${server.url}/metrics`)).text());
+  // The router, with a ladder (so its families are all registered), and one request through it.
+  router = await startRouter(`listen: {host: 127.0.0.1, port: 0}
+backends:
+  - {name: r0, url: "${server.url}", models: [demo]}
+ladder:
+  levels: [{queue_length: 100}]
+  cache: {max_entries: 10}
+`);
+  const rr = await fetch(`${router.url}/v1/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ model: "demo", prompt: "Once upon a time", max_tokens: 2 }),
+  });
+  assert.equal(rr.status, 200, await rr.text());
+  routerExported = exposedNames(await (await fetch(`${router.url}/metrics`)).text());
 });
 after(async () => {
+  if (router) {
+    router.proc.kill("SIGTERM");
+    await new Promise((r) => router.proc.on("exit", r));
+  }
   if (server) await server.stop();
 });
 
@@ -121,7 +194,7 @@ function unknownMetrics(expressions, { allowExternal }) {
     const names = metricNames(expr);
     if (names.size === 0) bad.push(`${where}: no metric in ${expr}`);
     for (const name of names) {
-      if (exported.has(name) || documented.router.has(name)) continue;
+      if (exported.has(name) || routerExported.has(name)) continue;
       if (documented.prometheus.has(name)) continue;  // `up`: Prometheus' own, for any target
       if (allowExternal && documented.kubernetes.has(name)) continue;
       bad.push(`${where}: ${name}`);
@@ -229,15 +302,25 @@ test("the dashboard is valid JSON with the panels the issue asks for", () => {
     "vllm:prefix_cache_queries_total",
     "vllm:num_preemptions_total",                      // preemptions
     "pagoda_router_degradation_level",                 // degradation level
+    "pagoda_router_degradation_changes_total",         // level changes
+    "pagoda_router_ladder_actions_total",              // ladder actions (clamp, reroute, cache, preset)
+    "pagoda_router_errors_total",                      // token-bucket / queue / circuit refusals
+    "pagoda_router_cache_lookups_total",               // response-cache hits
+    "pagoda_router_backend_up",                        // per-backend health
+    "pagoda_router_backend_outstanding_requests",      // per-backend outstanding
+    "pagoda_router_requests_total",                    // router request outcomes
     "pagoda:engine_ready", "up",                       // per-replica health
   ]) {
     assert.ok(used.has(name), `no panel uses ${name}`);
   }
 });
 
-test("every expression names only metrics pagoda serve exports (or documented ones)",
+test("every expression names only metrics pagoda serve or pagoda router export (or documented ones)",
      { skip }, () => {
   assert.ok(exported.has("vllm:num_requests_waiting"), [...exported].join(" "));
+  assert.ok(routerExported.has("pagoda_router_degradation_level"), [...routerExported].join(" "));
+  // The README's router rows are real too (the table cannot drift either).
+  for (const name of documentedMetrics().router) assert.ok(routerExported.has(name), `${name} (deploy/README.md)`);
   const dashboard = JSON.parse(fs.readFileSync(dashboardFile, "utf8"));
   const adapter = YAML.parse(fs.readFileSync(adapterFile, "utf8"));
   const adapterExprs = adapter.rules.map((r) => ({ where: "adapter rule", expr: r.seriesQuery }));
@@ -247,9 +330,28 @@ test("every expression names only metrics pagoda serve exports (or documented on
   assert.deepEqual(unknownMetrics([...alertExpressions(), ...adapterExprs], { allowExternal: true }),
                    []);
   // A typo'd metric name is caught.
-  const typo = [{ where: "mutated", expr: "sum(rate(vllm:request_sucess_total[5m]))" }];
+  const typo = [{ where: "mutated", expr: "sum(rate(vllm:request_sucess_total[5m]))" },
+                { where: "mutated", expr: "max(pagoda_router_degradation_levels)" }];
   assert.deepEqual(unknownMetrics(typo, { allowExternal: true }),
-                   ["mutated: vllm:request_sucess_total"]);
+                   ["mutated: vllm:request_sucess_total", "mutated: pagoda_router_degradation_levels"]);
+});
+
+test("every router label value the dashboard and alerts match on is one the router emits", () => {
+  const known = routerLabelValues(fs.readFileSync(path.join(root, "router/router_metrics.cc"), "utf8"));
+  // The extraction finds the router's label sets (a few spot checks of each kind of source).
+  assert.ok(known.get("cause")?.has("rate_limited") && known.get("cause").has("circuit_open"));
+  assert.ok(known.get("action")?.has("preset_reply"));
+  assert.deepEqual([...known.get("result") ?? []].sort(), ["hit", "miss"]);
+  assert.deepEqual([...known.get("direction") ?? []].sort(), ["down", "up"]);
+  assert.deepEqual([...known.get("unit") ?? []].sort(), ["bytes", "entries"]);
+  const dashboard = JSON.parse(fs.readFileSync(dashboardFile, "utf8"));
+  assert.deepEqual(unknownRouterLabelValues([...dashboardExpressions(dashboard), ...alertExpressions()], known), []);
+  // A typo'd value is caught, in = and =~ matchers.
+  const typo = [{ where: "mutated", expr: 'sum(rate(pagoda_router_errors_total{cause=~"rate_limited|circuit_opened"}[5m]))' },
+                { where: "mutated", expr: 'rate(pagoda_router_ladder_actions_total{action="preset"}[5m])' }];
+  assert.deepEqual(unknownRouterLabelValues(typo, known),
+                   ['mutated: pagoda_router_errors_total{cause="circuit_opened"}',
+                    'mutated: pagoda_router_ladder_actions_total{action="preset"}']);
 });
 
 test("promtool parses every dashboard expression (as recording rules)", () => {

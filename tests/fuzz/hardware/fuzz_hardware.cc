@@ -23,8 +23,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [dtype, rate] : s.matmul) {
       if (!(rate.gemv_gbs > 0 && rate.gemm_gflops > 0)) __builtin_trap();
     }
+    // Probed shapes: as many times as token counts, counts increasing from 1, times positive, so
+    // the interpolation the roofline divides and multiplies by stays finite and positive.
+    if (!(s.sync_us >= 0 && std::isfinite(s.sync_us))) __builtin_trap();
+    for (const ShapeRate& r : s.shapes) {
+      if (r.m.empty() || r.m.size() != r.seconds.size() || r.rows < 1 || r.cols < 1) {
+        __builtin_trap();
+      }
+      for (size_t i = 0; i < r.m.size(); ++i) {
+        if (!(r.m[i] >= 1 && r.seconds[i] > 0) || (i > 0 && !(r.m[i] > r.m[i - 1]))) {
+          __builtin_trap();
+        }
+      }
+      for (double tokens : {0.0, 1.0, 3.5, 1e6}) {
+        const double t = r.seconds_at(tokens);
+        if (!(t > 0 && std::isfinite(t))) __builtin_trap();
+      }
+    }
     auto back = parse_hardware_json(hardware_to_json(s));
-    if (!back.ok() || back->size() != 1 || back->front().bandwidth_gbs != s.bandwidth_gbs) {
+    if (!back.ok() || back->size() != 1 || back->front().bandwidth_gbs != s.bandwidth_gbs ||
+        back->front().shapes.size() != s.shapes.size()) {
       __builtin_trap();
     }
   }

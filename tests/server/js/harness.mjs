@@ -18,10 +18,10 @@ export function skipReason() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export async function startServer(args = [], { waitReady = true, env = {}, port = 0, threads = 2 } = {}) {
+export async function startServer(args = [], { waitReady = true, env = {}, port = 0, threads = 2, model = MODEL } = {}) {
   const proc = spawn(
     BIN,
-    ['serve', '-m', MODEL, '--host', '127.0.0.1', '--port', String(port), '--threads', String(threads), ...args],
+    ['serve', '-m', model, '--host', '127.0.0.1', '--port', String(port), '--threads', String(threads), ...args],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
   );
   let log = '';

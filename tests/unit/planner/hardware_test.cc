@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "planner/hardware.h"
 
@@ -47,6 +48,37 @@ TEST(Hardware, CalibrationEntryRoundTrips) {
   ASSERT_EQ(back->size(), 1u);
   EXPECT_EQ(back->front().bandwidth_gbs, 12.5);
   EXPECT_EQ(back->front().matmul.at(tensor::DType::kQ4_0).gemm_gflops, 150);
+  EXPECT_TRUE(back->front().shapes.empty());
+  // With a model's shapes and the per-op barrier.
+  cpu.sync_us = 1.5;
+  cpu.shapes.push_back({tensor::DType::kQ4_0, 2048, 5632, {1, 8, 512}, {1e-4, 2e-4, 3e-3}});
+  cpu.shapes.push_back({tensor::DType::kQ6_K, 32000, 2048, {1}, {5e-3}});
+  back = parse_hardware_json(hardware_to_json(cpu));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const HardwareSpec& b = back->front();
+  EXPECT_EQ(b.sync_us, 1.5);
+  ASSERT_EQ(b.shapes.size(), 2u);
+  const ShapeRate* r = b.find_shape(tensor::DType::kQ4_0, 2048, 5632);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->m, (std::vector<double>{1, 8, 512}));
+  EXPECT_EQ(r->seconds, (std::vector<double>{1e-4, 2e-4, 3e-3}));
+  EXPECT_EQ(b.find_shape(tensor::DType::kQ4_0, 5632, 2048), nullptr);  // rows and cols matter
+  EXPECT_EQ(b.find_shape(tensor::DType::kQ8_0, 2048, 5632), nullptr);  // and the type
+}
+
+// Piecewise linear between the measured points, flat below the first, linear in m past the last.
+TEST(Hardware, ShapeRateInterpolates) {
+  const ShapeRate r{tensor::DType::kQ4_0, 64, 64, {1, 8, 32}, {1e-3, 2e-3, 8e-3}};
+  EXPECT_DOUBLE_EQ(r.seconds_at(0.5), 1e-3);
+  EXPECT_DOUBLE_EQ(r.seconds_at(1), 1e-3);
+  EXPECT_DOUBLE_EQ(r.seconds_at(4.5), 1.5e-3);
+  EXPECT_DOUBLE_EQ(r.seconds_at(8), 2e-3);
+  EXPECT_DOUBLE_EQ(r.seconds_at(20), 5e-3);
+  EXPECT_DOUBLE_EQ(r.seconds_at(32), 8e-3);
+  EXPECT_DOUBLE_EQ(r.seconds_at(64), 16e-3);
+  const ShapeRate one{tensor::DType::kQ4_0, 64, 64, {4}, {2e-3}};
+  EXPECT_DOUBLE_EQ(one.seconds_at(2), 2e-3);
+  EXPECT_DOUBLE_EQ(one.seconds_at(8), 4e-3);
 }
 
 TEST(Hardware, HostileFilesAreErrorsNamingTheField) {
@@ -80,6 +112,41 @@ TEST(Hardware, HostileFilesAreErrorsNamingTheField) {
                 .find("gemm_gflops"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"name": "x", "sources": [1], )" + ok + "}").find("sources"),
+            std::string::npos);
+  // Shapes: every field checked, named with the entry's index.
+  const auto shape = [&](const std::string& body) {
+    return error_of(R"({"name": "x", "shapes": [)" + body + "], " + ok + "}");
+  };
+  const std::string good = R"("type": "Q4_0", "rows": 8, "cols": 32)";
+  EXPECT_NE(shape("{" + good + R"(, "m": [1, 8], "seconds": [1e-3]})").find("differ in length"),
+            std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": [8, 1], "seconds": [1, 2]})").find("increasing"),
+            std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": [1], "seconds": [0]})").find("\"seconds\""),
+            std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": [0.5], "seconds": [1]})").find("\"m\""),
+            std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": [], "seconds": []})").find("\"m\""), std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": ["1"], "seconds": [1]})").find("shapes[0]"),
+            std::string::npos);
+  EXPECT_NE(shape(R"({"type": "Q4_0", "rows": 8.5, "cols": 32, "m": [1], "seconds": [1]})")
+                .find("integers"),
+            std::string::npos);
+  EXPECT_NE(
+      shape(R"({"type": "Q9", "rows": 8, "cols": 32, "m": [1], "seconds": [1]})").find("type"),
+      std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": [1], "seconds": [1], "extra": 1})").find("extra"),
+            std::string::npos);
+  EXPECT_NE(shape("{" + good + R"(, "m": [1], "seconds": [1]}, {)" + good +
+                  R"(, "m": [1], "seconds": [1]})")
+                .find("shapes[1]: the shape is listed twice"),
+            std::string::npos);
+  EXPECT_TRUE(parse_hardware_json(R"({"name": "x", "shapes": [{)" + good +
+                                  R"(, "m": [1], "seconds": [1]}], )" + ok + "}")
+                  .ok());
+  EXPECT_NE(error_of(R"({"name": "x", "shapes": {}, )" + ok + "}").find("shapes"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "x", "sync_us": -1, )" + ok + "}").find("sync_us"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"hardware": [{"name": "a", )" + ok + R"(}, {"name": "a", )" + ok + "}]}")
                 .find("twice"),

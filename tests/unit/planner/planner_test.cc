@@ -124,6 +124,46 @@ TEST(Roofline, DecodeStepIsWeightsPlusKvOverBandwidth) {
   EXPECT_NEAR(two.matmul_s, one.matmul_s / 2, 1e-9);
 }
 
+// cpu with the model's probed shapes: each matrix of a probed shape costs its measured time per
+// call at the step's token count (once per matrix in the model), the rest the per-type rates;
+// every layer adds kSyncsPerLayer barriers of sync_us.
+TEST(Roofline, CpuProbedShapesAndBarriers) {
+  const PlanModel l7 = preset("llama-2-7b");
+  HardwareSpec cpu;
+  cpu.name = "cpu";
+  cpu.memory_gb = 64;
+  cpu.bandwidth_gbs = 20;
+  cpu.fp16_tflops = 0.5;
+  cpu.bandwidth_efficiency = cpu.compute_efficiency = 1;
+  cpu.matmul[tensor::DType::kQ8_0] = {10, 100};
+  DeviceSetup s{&l7, &cpu, scheme(cpu, l7, "int8"), 1, 2};
+  const StepCost before = step_cost(s, 4, 100, 0, 0);
+  // The 4096 x 4096 projections (q, k, v, o: 128 of them) probed: 3 ms per call at 1 token, 5 ms
+  // at 8.
+  cpu.shapes.push_back({tensor::DType::kQ8_0, 4096, 4096, {1, 8}, {3e-3, 5e-3}});
+  cpu.sync_us = 20;
+  int64_t probed = 0;
+  for (const WeightMatrix& m : l7.matrices) {
+    if (m.rows == 4096 && m.cols == 4096) probed += m.count;
+  }
+  ASSERT_EQ(probed, 128);
+  const double q8 = 34.0 / 32;  // bytes per weight
+  // One such matrix at the Q8_0 rates: memory-bound at 4 tokens (17.8 MB / 10 GB/s = 1.8 ms
+  // against 134 MFLOP / 100 GFLOP/s = 1.3 ms).
+  const double per_type = 4096.0 * 4096 * q8 / 10e9;
+  const StepCost after = step_cost(s, 4, 100, 0, 0);
+  // 4 tokens: 3 ms + 3/7 of the way to 5 ms, per matrix.
+  const double shape_s = 3e-3 + (4.0 - 1) / 7 * 2e-3;
+  EXPECT_NEAR(after.matmul_s, before.matmul_s - 128 * per_type + 128 * shape_s, 1e-9);
+  EXPECT_NEAR(after.overhead_s, 32 * kSyncsPerLayer * 20e-6, 1e-12);
+  EXPECT_EQ(before.overhead_s, 0);
+  EXPECT_EQ(after.attention_s, before.attention_s);
+  EXPECT_NEAR(after.seconds, after.matmul_s + after.attention_s + after.overhead_s, 1e-12);
+  // A shape of another type is not this model's (its matrices are Q8_0 under this scheme).
+  cpu.shapes[0].dtype = tensor::DType::kQ4_0;
+  EXPECT_NEAR(step_cost(s, 4, 100, 0, 0).matmul_s, before.matmul_s, 1e-12);
+}
+
 TEST(Roofline, MoeBatchTouchesMoreExperts) {
   const PlanModel mx = preset("mixtral-8x7b");
   const WeightMatrix* up = nullptr;
