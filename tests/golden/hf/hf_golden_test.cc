@@ -614,6 +614,49 @@ TEST_P(HfFamilyTest, MatchesPyTorchFloat64) {
   std::printf("dir %s: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir, worst, tol);
 }
 
+// The same sequence as a 5-token prefill and then one token per step, in 4-token KV blocks: the
+// decode path (Gemma 3's 4-token window and local rope across blocks, routing of single tokens)
+// gives the reference's rows too.
+TEST_P(HfFamilyTest, DecodesTokenByToken) {
+  REQUIRE_HF_FIXTURES(root);
+  const fs::path dir = root / "random" / GetParam().dir;
+  const nlohmann::json ref = read_json(dir / "reference.json");
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  auto loaded = loader::load_model(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
+  const auto rows = ref["logits"].get<std::vector<std::vector<double>>>();
+  auto session = diagnostics::SequenceSession::create(
+      *loaded->model, static_cast<int32_t>(tokens.size()), tensor::DType::kF32, 4);
+  ASSERT_TRUE(session.ok()) << session.status().to_string();
+  const size_t vocab = static_cast<size_t>(loaded->model->config().vocab_size);
+  std::vector<float> all, step;
+  constexpr size_t kPrefill = 5;
+  ASSERT_TRUE(session->feed(std::span(tokens).first(kPrefill), true, step).ok());
+  all = step;
+  for (size_t i = kPrefill; i < tokens.size(); ++i) {
+    const Status st = session->feed(std::span(tokens).subspan(i, 1), true, step);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  ASSERT_EQ(all.size(), rows.size() * vocab);
+  double worst = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    double mean = 0, var = 0, max_delta = 0;
+    for (double v : rows[i])
+      mean += v;
+    mean /= static_cast<double>(vocab);
+    for (double v : rows[i])
+      var += (v - mean) * (v - mean);
+    for (size_t j = 0; j < vocab; ++j)
+      max_delta = std::max(max_delta, std::fabs(all[i * vocab + j] - rows[i][j]));
+    worst = std::max(worst, max_delta / std::sqrt(var / static_cast<double>(vocab)));
+  }
+  EXPECT_LE(worst, tol) << GetParam().dir;
+  std::printf("dir %s token by token: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir,
+              worst, tol);
+}
+
 TEST_P(HfFamilyTest, ConvertsToLlamaCppLayout) {
   REQUIRE_HF_FIXTURES(root);
   const FamilyCase& c = GetParam();
