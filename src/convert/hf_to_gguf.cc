@@ -231,23 +231,67 @@ void set_family_metadata(format::GgufWriter& w, const ModelConfig& c) {
       w.set(a + "expert_weights_scale", GgufWriteValue::f32(c.moe_weights_scale));
       w.set(a + "expert_weights_norm", GgufWriteValue::boolean(c.moe_norm_weights));
       w.set(a + "expert_gating_func", u32(c.expert_gating > 0 ? c.expert_gating : 1));
+      if (c.expert_groups > 1) {  // DeepSeek-V3's grouped top-k
+        w.set(a + "expert_group_count", u32(c.expert_groups));
+        w.set(a + "expert_group_used_count", u32(c.expert_groups_used));
+      }
     }
   }
 }
 
-// What a GGUF file of `c.arch` cannot say: Gemma 2 files carry no query scale (llama.cpp takes
-// 1 / sqrt(head_dim), or 1 / sqrt(hidden / heads) for 46-layer models).
-Status check_representable(const ModelConfig& c) {
-  if (c.arch != "gemma2") return Status();
-  const int32_t scalar = c.num_layers == 46 && c.hidden_dim % c.num_heads == 0
+// The query scale llama.cpp takes for gemma2 / gemma3 files (they carry none): 1 / sqrt(head_dim),
+// or 1 / sqrt(hidden / heads) for Gemma-2 27B (46 layers) and Gemma-3 27B (62 layers).
+float gemma_gguf_attn_scale(const ModelConfig& c) {
+  const int32_t big = c.arch == "gemma2" ? 46 : 62;
+  const int32_t scalar = c.num_layers == big && c.hidden_dim % c.num_heads == 0
                              ? c.hidden_dim / c.num_heads
                              : c.head_dim;
-  const float gguf_scale = 1.0f / std::sqrt(static_cast<float>(scalar));
-  if (std::fabs(c.attn_scale - gguf_scale) > 1e-6f * gguf_scale) {
-    return unimplemented(
-        "query_pre_attn_scalar gives a query scale {} that a gemma2 GGUF file cannot state "
-        "(llama.cpp uses {})",
-        c.attn_scale, gguf_scale);
+  return 1.0f / std::sqrt(static_cast<float>(scalar));
+}
+
+// What a GGUF file of `c.arch` cannot say, refused by name rather than written wrong: Gemma's
+// query scale; Gemma 3's layer pattern (llama.cpp fixes 1 global in 6), local rope base (10000)
+// and soft-caps (its gemma3 graph has none); Qwen-MoE dense layers among MoE ones, and a weight
+// normalisation other than the architecture's (qwen2moe never, qwen3moe always).
+Status check_representable(const ModelConfig& c) {
+  if (c.arch == "gemma2" || c.arch == "gemma3") {
+    const float gguf_scale = gemma_gguf_attn_scale(c);
+    if (std::fabs(c.attn_scale - gguf_scale) > 1e-6f * gguf_scale) {
+      return unimplemented(
+          "query_pre_attn_scalar gives a query scale {} that a {} GGUF file cannot state "
+          "(llama.cpp uses {})",
+          c.attn_scale, c.arch, gguf_scale);
+    }
+  }
+  if (c.arch == "gemma3") {
+    if (c.sliding_pattern != 6) {
+      return unimplemented(
+          "sliding_window_pattern {} cannot be stated in a gemma3 GGUF file (llama.cpp uses 6)",
+          c.sliding_pattern);
+    }
+    if (c.rope_local_theta != 10000.0f) {
+      return unimplemented(
+          "rope_local_base_freq {} cannot be stated in a gemma3 GGUF file (llama.cpp uses 10000)",
+          c.rope_local_theta);
+    }
+    if (c.attn_softcap > 0 || c.final_softcap > 0) {
+      return unimplemented(
+          "attn_logit_softcapping / final_logit_softcapping cannot be stated in a gemma3 GGUF "
+          "file (llama.cpp's gemma3 has no soft-caps)");
+    }
+  }
+  if (c.arch == "qwen2moe" || c.arch == "qwen3moe") {
+    if (!c.dense_layers.empty()) {
+      return unimplemented(
+          "mlp_only_layers / decoder_sparse_step (dense layer {} among MoE ones) cannot be stated "
+          "in a {} GGUF file",
+          c.dense_layers.front(), c.arch);
+    }
+    const bool gguf_norm = c.arch == "qwen3moe";
+    if (c.moe_norm_weights != gguf_norm) {
+      return unimplemented("norm_topk_prob {} cannot be stated in a {} GGUF file ({} is)",
+                           c.moe_norm_weights, c.arch, gguf_norm);
+    }
   }
   return Status();
 }

@@ -18,10 +18,13 @@ Result<json> parse_object(std::string_view text, std::string_view file) {
 
 }  // namespace
 
-Result<HfConfig> parse_hf_config(std::string_view text) {
-  constexpr std::string_view kFile = "config.json";
-  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, kFile));
-  Fields f(root, kFile);
+namespace {
+
+// The model fields of one config object: config.json's top level, or a multimodal config's
+// text_config (prefix "text_config.", named so in errors).
+Result<HfConfig> parse_config_object(const json& root, std::string_view kFile,
+                                     const std::string& prefix) {
+  Fields f(root, kFile, prefix);
   HfConfig c;
   if (const json* a = f.get("architectures")) {
     if (!a->is_array()) return f.wrong("architectures", *a, "a list of strings");
@@ -78,6 +81,7 @@ Result<HfConfig> parse_hf_config(std::string_view text) {
   PAGODA_RETURN_IF_ERROR(f.read("n_shared_experts", c.n_shared_experts));
   PAGODA_RETURN_IF_ERROR(f.read("first_k_dense_replace", c.first_k_dense_replace));
   PAGODA_RETURN_IF_ERROR(f.read("moe_layer_freq", c.moe_layer_freq));
+  PAGODA_RETURN_IF_ERROR(f.read("num_nextn_predict_layers", c.num_nextn_predict_layers));
   PAGODA_RETURN_IF_ERROR(f.read("n_group", c.n_group));
   PAGODA_RETURN_IF_ERROR(f.read("topk_group", c.topk_group));
   PAGODA_RETURN_IF_ERROR(f.read("routed_scaling_factor", c.routed_scaling_factor));
@@ -85,7 +89,7 @@ Result<HfConfig> parse_hf_config(std::string_view text) {
   PAGODA_RETURN_IF_ERROR(f.read("scoring_func", c.scoring_func));
   if (const json* rs = f.get("rope_scaling")) {
     if (!rs->is_object()) return f.wrong("rope_scaling", *rs, "an object");
-    Fields r(*rs, kFile, "rope_scaling.");
+    Fields r(*rs, kFile, prefix + "rope_scaling.");
     HfRopeScaling s;
     std::optional<std::string> type, legacy_type;
     PAGODA_RETURN_IF_ERROR(r.read("rope_type", type));
@@ -107,6 +111,29 @@ Result<HfConfig> parse_hf_config(std::string_view text) {
     c.rope_scaling = std::move(s);
   }
   return c;
+}
+
+}  // namespace
+
+Result<HfConfig> parse_hf_config(std::string_view text) {
+  constexpr std::string_view kFile = "config.json";
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_object(text, kFile));
+  PAGODA_ASSIGN_OR_RETURN(HfConfig c, parse_config_object(root, kFile, ""));
+  Fields f(root, kFile);
+  const json* tc = f.get("text_config");
+  if (tc == nullptr) return c;
+  // A multimodal checkpoint (Gemma3ForConditionalGeneration): the language model's fields are
+  // in text_config; the architecture, model_type and token ids stay the top level's.
+  if (!tc->is_object()) return f.wrong("text_config", *tc, "an object");
+  PAGODA_ASSIGN_OR_RETURN(HfConfig t, parse_config_object(*tc, kFile, "text_config."));
+  t.architectures = std::move(c.architectures);
+  t.model_type = std::move(c.model_type);
+  if (t.bos_token_id.empty()) t.bos_token_id = std::move(c.bos_token_id);
+  if (t.eos_token_id.empty()) t.eos_token_id = std::move(c.eos_token_id);
+  if (!t.torch_dtype) t.torch_dtype = std::move(c.torch_dtype);
+  if (!t.name_or_path) t.name_or_path = std::move(c.name_or_path);
+  t.from_text_config = true;
+  return t;
 }
 
 Result<HfGenerationConfig> parse_hf_generation_config(std::string_view text) {

@@ -62,7 +62,12 @@ struct HfConfig {
       topk_group;
   std::optional<double> routed_scaling_factor;
   std::optional<std::string> topk_method, scoring_func;
+  // DeepSeek-V3: multi-token-prediction layers stored after the decoder's (not run).
+  std::optional<int64_t> num_nextn_predict_layers;
   std::vector<int64_t> bos_token_id, eos_token_id;  // an int or a list in the file
+  // The fields above came from text_config (a multimodal checkpoint; architectures, model_type
+  // and, when text_config has none, the token ids and dtype are the top level's).
+  bool from_text_config = false;
 };
 
 // generation_config.json: the sampling defaults the authors chose.

@@ -185,6 +185,14 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     }
     c.expert_gating = static_cast<int32_t>(g);
   }
+  // Grouped routing (DeepSeek-V3): experts in expert_group_count groups, expert_group_used_count
+  // of them eligible per token (validate_config checks them against expert_count).
+  if (f.find(a + "expert_group_count") != nullptr) {
+    PAGODA_ASSIGN_OR_RETURN(c.expert_groups,
+                            get_count(f, a + "expert_group_count", L::kMaxExperts));
+    PAGODA_ASSIGN_OR_RETURN(c.expert_groups_used,
+                            get_count(f, a + "expert_group_used_count", L::kMaxExperts));
+  }
   // Sliding window and soft-caps: read here, used by the architectures that have them (each
   // arch's configure says which layers slide).
   if (f.find(a + "attention.sliding_window") != nullptr) {

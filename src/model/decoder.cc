@@ -122,6 +122,13 @@ Result<MoeWeights> bind_moe(const ModelConfig& c, const WeightBinder& b, int32_t
   moe.num_used = c.num_experts_used;
   moe.norm_weights = c.moe_norm_weights;
   moe.weights_scale = c.moe_weights_scale;
+  moe.sigmoid = c.expert_gating == 2;
+  moe.num_groups = c.expert_groups;
+  moe.groups_used = c.expert_groups_used;
+  if (b.has(blk(i, "exp_probs_b.bias"))) {  // DeepSeek-V3's selection bias
+    PAGODA_ASSIGN_OR_RETURN(moe.selection_bias,
+                            b.vector(blk(i, "exp_probs_b.bias"), c.num_experts));
+  }
   PAGODA_ASSIGN_OR_RETURN(moe.router,
                           b.matrix(blk(i, "ffn_gate_inp.weight"), c.num_experts, hidden));
   PAGODA_ASSIGN_OR_RETURN(auto gates, bind_experts(b, i, "ffn_gate", c.num_experts, ffn, hidden));
@@ -196,6 +203,12 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
     rope_.corr_dims = kernels::rope_yarn_corr_dims(config_.rope_dims, config_.rope_yarn_orig_ctx,
                                                    config_.rope_theta, config_.rope_yarn_beta_fast,
                                                    config_.rope_yarn_beta_slow);
+  }
+  if (config_.rope_local_theta > 0) {
+    // The sliding-window layers' own base, unscaled (Gemma 3's rope_local_base_freq).
+    rope_local_.style = config_.rope_style;
+    rope_local_.rot_dims = config_.rope_dims;
+    rope_local_.theta_base = config_.rope_local_theta;
   }
   place_weights();
 }
@@ -386,8 +399,9 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
       mla_attention_block(c, *L.mla, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out,
                           scratch_);
     } else {
-      attention_block(c, L.attn, rope_, batch, kv_layers[static_cast<size_t>(l)], h, out, scratch_,
-                      lora);
+      const bool local_rope = c.rope_local_theta > 0 && L.attn.window > 0;
+      attention_block(c, L.attn, local_rope ? rope_local_ : rope_, batch,
+                      kv_layers[static_cast<size_t>(l)], h, out, scratch_, lora);
     }
     all_reduce(out, T * hidden);  // row-parallel wo: the shards' partial sums
     if (!L.post_attn_norm.empty()) {

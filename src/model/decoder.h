@@ -95,6 +95,7 @@ class DecoderModel final : public Model {
   std::unique_ptr<backend::DeviceBuffer> weights_;  // what the views' `packed` or `data` point
                                                     // into (null: the file mapping)
   kernels::RopeParams rope_;
+  kernels::RopeParams rope_local_;  // the sliding-window layers' (config.rope_local_theta > 0)
   Scratch scratch_;
   LoraBatch lora_;  // this pass's rows grouped by adapter
   backend::TensorParallel tp_;

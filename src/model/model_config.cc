@@ -108,6 +108,39 @@ Status validate_config(const ModelConfig& c) {
     return invalid_argument("leading_dense_block_count {} is out of range [0, {}]",
                             c.leading_dense_layers, c.num_layers);
   }
+  for (int32_t d : c.dense_layers) {
+    if (d < 0 || d >= c.num_layers) {
+      return invalid_argument("dense layer {} is out of range [0, {})", d, c.num_layers);
+    }
+  }
+  if (c.expert_gating < 0 || c.expert_gating > 2) {
+    return invalid_argument("expert_gating_func {} is not 1 (softmax) or 2 (sigmoid)",
+                            c.expert_gating);
+  }
+  if (c.expert_groups < 1 || c.expert_groups_used < 1 || c.expert_groups_used > c.expert_groups ||
+      (c.num_experts > 0 && c.num_experts % c.expert_groups != 0)) {
+    return invalid_argument(
+        "expert_group_count {} / expert_group_used_count {} must be positive, the second at most "
+        "the first, and divide expert_count {}",
+        c.expert_groups, c.expert_groups_used, c.num_experts);
+  }
+  if (c.expert_groups > 1 &&
+      (c.num_experts / c.expert_groups < 2 ||
+       c.num_experts_used > c.expert_groups_used * (c.num_experts / c.expert_groups))) {
+    return invalid_argument(
+        "expert_group_count {}: each group needs 2 experts or more, and the {} used groups must "
+        "hold expert_used_count {}",
+        c.expert_groups, c.expert_groups_used, c.num_experts_used);
+  }
+  if (!(c.rope_local_theta >= 0) || c.rope_local_theta > L::kMaxRopeTheta) {
+    return invalid_argument("rope.freq_base_swa {} is out of range [0, {}]", c.rope_local_theta,
+                            L::kMaxRopeTheta);
+  }
+  if (c.sliding_layers == SlidingLayers::kPattern &&
+      (c.sliding_pattern < 1 || c.sliding_pattern > c.num_layers + 1)) {
+    return invalid_argument("sliding_window_pattern {} is out of range [1, {}]", c.sliding_pattern,
+                            c.num_layers + 1);
+  }
   if (c.sliding_window < 0 || c.sliding_window > L::kMaxContext) {
     return invalid_argument("attention.sliding_window {} is out of range [0, {}]", c.sliding_window,
                             L::kMaxContext);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/kv_storage.h"
 #include "base/status.h"
@@ -45,6 +46,9 @@ enum class SlidingLayers {
   kNone,  // none: the window, if the file names one, is not used (llama, qwen2)
   kAll,   // every layer (phi3, as llama.cpp runs it)
   kEven,  // layers 0, 2, 4, ... (Gemma 2: local and global layers alternate)
+  // Every layer but each sliding_pattern-th: layer l is local when (l + 1) % sliding_pattern
+  // != 0 (Gemma 3: 5 local layers, then a global one).
+  kPattern,
 };
 
 struct ModelConfig {
@@ -71,6 +75,9 @@ struct ModelConfig {
   int32_t rope_yarn_orig_ctx = 0;     // rope.scaling.original_context_length (0: context_length)
   float rope_yarn_beta_fast = 32.0f;  // rope.scaling.yarn_beta_fast
   float rope_yarn_beta_slow = 1.0f;   // rope.scaling.yarn_beta_slow
+  // The RoPE base of the sliding-window layers when it differs from rope_theta (Gemma 3's
+  // rope_local_base_freq; 0: rope_theta). Those layers take no rope scaling.
+  float rope_local_theta = 0.0f;
 
   // Mixture of experts (0 = dense)
   int32_t num_experts = 0;
@@ -80,6 +87,9 @@ struct ModelConfig {
   // experts; expert_shared_count shared experts stored fused as one FFN (its width becomes
   // shared_expert_ffn_dim); expert_gating 1: softmax router, 2: sigmoid (0: unset, softmax).
   int32_t leading_dense_layers = 0;
+  // Further layers with a dense FFN among MoE ones, sorted (Qwen-MoE's mlp_only_layers and
+  // decoder_sparse_step; GGUF cannot state them).
+  std::vector<int32_t> dense_layers;
   int32_t expert_shared_count = 0;
   int32_t expert_gating = 0;
   // Experts' FFN width when it differs from ffn_dim (expert_feed_forward_length; 0: ffn_dim).
@@ -93,6 +103,11 @@ struct ModelConfig {
   bool moe_norm_weights = true;
   std::optional<bool> expert_weights_norm;  // the file's expert_weights_norm, when it has one
   float moe_weights_scale = 1.0f;
+  // Sigmoid routing (expert_gating 2, DeepSeek-V3): experts are chosen by probability plus the
+  // layer's exp_probs_b bias (the weights stay the probabilities), within the expert_groups_used
+  // best of expert_groups groups (a group's score: the sum of its two best biased scores).
+  int32_t expert_groups = 1;
+  int32_t expert_groups_used = 1;
 
   // Multi-head latent attention (deepseek2; kv_lora_rank > 0): q from a rank-q_lora_rank
   // compression (0: one attn_q matrix), K/V from a kv_lora_rank latent plus one rope key of
@@ -115,6 +130,7 @@ struct ModelConfig {
   float final_softcap = 0;  // logits l -> c tanh(l / c) (final_logit_softcapping; 0: none)
   int32_t sliding_window = 0;  // attention.sliding_window (0: none), on sliding_layers
   SlidingLayers sliding_layers = SlidingLayers::kNone;
+  int32_t sliding_pattern = 0;  // SlidingLayers::kPattern's period
   // Encoders (BERT, model/encoder.h): bidirectional attention within each sequence (computed
   // whole in one step), absolute position and token-type embeddings, post-LayerNorm blocks with
   // layer_norm_eps (attention.layer_norm_epsilon), GELU; no LM head. pooling_type is the file's
@@ -130,6 +146,8 @@ struct ModelConfig {
         return sliding_window;
       case SlidingLayers::kEven:
         return layer % 2 == 0 ? sliding_window : 0;
+      case SlidingLayers::kPattern:
+        return sliding_pattern > 0 && (layer + 1) % sliding_pattern != 0 ? sliding_window : 0;
       default:
         return 0;
     }
@@ -138,7 +156,11 @@ struct ModelConfig {
   int32_t value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   bool mla() const { return kv_lora_rank > 0; }
   bool layer_has_experts(int32_t layer) const {
-    return num_experts > 0 && layer >= leading_dense_layers;
+    if (num_experts == 0 || layer < leading_dense_layers) return false;
+    for (int32_t d : dense_layers) {
+      if (d == layer) return false;
+    }
+    return true;
   }
 
   int32_t q_dim() const { return num_heads * head_dim; }

@@ -193,7 +193,9 @@ Result<std::vector<WeightMatrix>> matrices_from_config(const model::ModelConfig&
     PAGODA_RETURN_IF_ERROR(
         add(out, mat("attn_output", h, i64(c.num_heads) * c.value_dim(), layers)));
   }
-  const int64_t moe_layers = c.num_experts > 0 ? layers - c.leading_dense_layers : 0;
+  int64_t moe_layers = 0;
+  for (int32_t i = 0; i < c.num_layers; ++i)
+    moe_layers += c.layer_has_experts(i) ? 1 : 0;
   const int64_t dense_layers = layers - moe_layers;
   if (dense_layers > 0) {
     for (const char* role : {"ffn_gate", "ffn_up"})

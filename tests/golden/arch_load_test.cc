@@ -138,12 +138,13 @@ TEST_F(ArchLoadTest, Deepseek2) {
       "tensor 'blk.1.attn_kv_b.weight' has shape [64, 250] but [64, 256] was expected");
   EXPECT_CONTAINS(load_error("deepseek2-Q8_0.gguf", {nullptr, drop("blk.2.ffn_up_shexp.weight")}),
                   "tensor 'blk.2.ffn_up_shexp.weight' is missing");
-  EXPECT_CONTAINS(load_error("deepseek2-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                                       w.set("deepseek2.expert_gating_func",
-                                                             GgufWriteValue::u32(2));
-                                                     },
-                                                     nullptr}),
-                  "sigmoid router (expert_gating_func 2) is not supported");
+  EXPECT_CONTAINS(load_error("deepseek2-Q8_0.gguf",
+                             {[](format::GgufWriter& w) {
+                                w.set("deepseek2.expert_group_count", GgufWriteValue::u32(2));
+                                w.set("deepseek2.expert_group_used_count", GgufWriteValue::u32(3));
+                              },
+                              nullptr}),
+                  "expert_group_count 2 / expert_group_used_count 3 must be positive");
   EXPECT_CONTAINS(load_error("deepseek2-Q8_0.gguf", {[](format::GgufWriter& w) {
                                                        w.set("deepseek2.leading_dense_block_count",
                                                              GgufWriteValue::u32(9));

@@ -6,15 +6,21 @@
                           shared_expert, shared_expert_gate as a [1, hidden] Linear);
   from-gguf/deepseek2-f32 arch/deepseek2-Q8_0.gguf in DeepSeek-V2's layout (q_a/q_b,
                           kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, shared_experts);
-  random/qwen3-f32, random/qwen3moe-f32, random/gemma3-f32
+  random/qwen3-f32, random/qwen3moe-f32, random/qwen3moe-dense-f32, random/gemma3-f32,
+  random/deepseek3-f32
                           random Qwen3 (per-head q/k RMSNorm, no biases), Qwen3-MoE (8 experts
-                          top-2, renormalised) and Gemma 3 text (q/k norms, 5 local layers of a
-                          sliding window then a global one, local and global rope bases, linear
-                          scaling on global layers only) checkpoints.
+                          top-2, renormalised; the -dense one has dense layers by
+                          decoder_sparse_step 2 and mlp_only_layers, and norm_topk_prob false),
+                          Gemma 3 text (q/k norms, 5 local layers of a sliding window then a
+                          global one, local and global rope bases, linear scaling on global
+                          layers only) and DeepSeek-V3 (MLA, a dense first layer, sigmoid router
+                          with e_score_correction_bias, 4 groups of 2 experts of which the best
+                          2 groups are eligible, routed_scaling_factor, a shared expert, one
+                          multi-token-prediction layer's tensors that are not run) checkpoints.
 Each directory has reference.json: logits of a token sequence from the float64 PyTorch forward
 below, written from the published architectures (transformers' modeling_gemma2.py,
 modeling_gemma3.py, modeling_qwen2_moe.py, modeling_qwen3.py, modeling_qwen3_moe.py and
-DeepSeek's modeling_deepseek.py for DeepSeek-V2), not from pagoda's code.
+DeepSeek's modeling_deepseek.py for DeepSeek-V2 and V3), not from pagoda's code.
 """
 import math
 import os
@@ -73,15 +79,41 @@ def mlp(h, W, p, gelu=False):
     return (g * (h @ W[p + "up_proj.weight"].T)) @ W[p + "down_proj.weight"].T
 
 
+def deepseek_v3_route(h, W, p, cfg):
+    """DeepSeek-V3's MoEGate (noaux_tc): sigmoid scores; experts chosen by score +
+    e_score_correction_bias within the topk_group best of n_group groups (a group's score: the
+    sum of its 2 best biased scores; the other groups' experts masked to 0 as the published
+    code does); weights the unbiased scores, renormalised (norm_topk_prob, + 1e-20) and scaled by
+    routed_scaling_factor."""
+    T, E = h.shape[0], cfg["n_routed_experts"]
+    scores = (h @ W[p + "mlp.gate.weight"].T).sigmoid()
+    choice = scores + W[p + "mlp.gate.e_score_correction_bias"][None, :]
+    ng, kg = cfg["n_group"], cfg["topk_group"]
+    group_scores = choice.view(T, ng, -1).topk(2, dim=-1)[0].sum(-1)
+    group_idx = group_scores.topk(kg, dim=-1, sorted=False)[1]
+    group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+    score_mask = group_mask.unsqueeze(-1).expand(T, ng, E // ng).reshape(T, -1)
+    tmp = choice.masked_fill(~score_mask.bool(), 0.0)
+    top_i = tmp.topk(cfg["num_experts_per_tok"], dim=-1, sorted=False)[1]
+    top_w = scores.gather(1, top_i)
+    if cfg["num_experts_per_tok"] > 1 and cfg["norm_topk_prob"]:
+        top_w = top_w / (top_w.sum(-1, keepdim=True) + 1e-20)
+    return top_w * cfg["routed_scaling_factor"], top_i
+
+
 def moe(h, W, p, cfg, deepseek):
-    """Routed experts (softmax router, top k) plus shared experts."""
+    """Routed experts (softmax router, top k; DeepSeek-V3's sigmoid router) plus shared
+    experts."""
     k = cfg["num_experts_per_tok"]
-    probs = (h @ W[p + "mlp.gate.weight"].T).softmax(-1)
-    top_w, top_i = probs.topk(k, dim=-1)
-    if cfg.get("norm_topk_prob"):
-        top_w = top_w / top_w.sum(-1, keepdim=True)
-    elif deepseek:  # DeepSeek-V2 scales only weights it does not renormalise
-        top_w = top_w * cfg["routed_scaling_factor"]
+    if deepseek and cfg.get("scoring_func") == "sigmoid":
+        top_w, top_i = deepseek_v3_route(h, W, p, cfg)
+    else:
+        probs = (h @ W[p + "mlp.gate.weight"].T).softmax(-1)
+        top_w, top_i = probs.topk(k, dim=-1)
+        if cfg.get("norm_topk_prob"):
+            top_w = top_w / top_w.sum(-1, keepdim=True)
+        elif deepseek:  # DeepSeek-V2 scales only weights it does not renormalise
+            top_w = top_w * cfg["routed_scaling_factor"]
     out = torch.zeros_like(h)
     for t in range(h.shape[0]):
         for w, e in zip(top_w[t], top_i[t]):
@@ -142,7 +174,7 @@ def reference_forward(cfg, W, tokens):
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         h = rms_norm(x, W[p + "input_layernorm.weight"], eps, gemma)
-        if family == "deepseek2":
+        if family in ("deepseek2", "deepseek3"):
             a = mla(h, W, p, cfg, pos)
         else:
             H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -181,7 +213,8 @@ def reference_forward(cfg, W, tokens):
             x = x + a
             h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps, False)
             dense = (p + "mlp.gate.weight") not in W
-            f = mlp(h, W, p + "mlp.") if dense else moe(h, W, p, cfg, family == "deepseek2")
+            f = (mlp(h, W, p + "mlp.") if dense else
+                 moe(h, W, p, cfg, family in ("deepseek2", "deepseek3")))
         x = x + f
     x = rms_norm(x, W["model.norm.weight"], eps, gemma)
     logits = x @ W.get("lm_head.weight", W["model.embed_tokens.weight"]).T
@@ -378,3 +411,191 @@ def random_qwen3(out_dir, vocab_tokens, seed):
     mhf.write_json(os.path.join(out_dir, "config.json"), cfg)
     tokens = [int(t) for t in rng.integers(0, V, size=14)]
     write_reference(out_dir, dict(cfg, family="qwen3"), tensors, tokens, "F32")
+
+
+def random_tensors(rng):
+    """A tensor dict with mat / vec helpers for random checkpoints."""
+    tensors = {}
+
+    def mat(name, rows, cols):
+        tensors[name] = ("F32", (rng.standard_normal((rows, cols)) / math.sqrt(cols))
+                         .astype(np.float32))
+
+    def vec(name, n, center=1.0, spread=0.1):
+        tensors[name] = ("F32", (center + spread * rng.standard_normal(n)).astype(np.float32))
+
+    return tensors, mat, vec
+
+
+def finish_random(out_dir, tensors, cfg, family, rng, n_tokens=14):
+    os.makedirs(out_dir, exist_ok=True)
+    mhf.write_checkpoint(out_dir, tensors, 1)
+    mhf.write_json(os.path.join(out_dir, "config.json"), cfg)
+    tokens = [int(t) for t in rng.integers(0, cfg["vocab_size"], size=n_tokens)]
+    ref_tensors = {n: t for n, t in tensors.items() if not n.startswith(
+        f"model.layers.{cfg['num_hidden_layers']}.")}  # (multi-token-prediction layers)
+    write_reference(out_dir, dict(cfg, family=family), ref_tensors, tokens, "F32")
+
+
+def random_qwen3moe(out_dir, vocab_tokens, seed, dense):
+    """A random Qwen3-MoE: 8 experts top-2, q/k norms, head_dim 32 in a 64-wide model. dense:
+    6 layers, decoder_sparse_step 2 and mlp_only_layers [5] (MoE on layers 1 and 3 only),
+    norm_topk_prob false; else 2 MoE layers, norm_topk_prob true."""
+    rng = np.random.default_rng(seed)
+    V, hidden, H, KV, D, ffn, E, moe_ffn = len(vocab_tokens), 64, 4, 2, 32, 96, 8, 32
+    L, step, mlp_only = (6, 2, [5]) if dense else (2, 1, [])
+    tensors, mat, vec = random_tensors(rng)
+    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
+                                            .astype(np.float32))
+    vec("model.norm.weight", hidden)
+    mat("lm_head.weight", V, hidden)
+    for i in range(L):
+        p = f"model.layers.{i}."
+        vec(p + "input_layernorm.weight", hidden)
+        vec(p + "post_attention_layernorm.weight", hidden)
+        mat(p + "self_attn.q_proj.weight", H * D, hidden)
+        mat(p + "self_attn.k_proj.weight", KV * D, hidden)
+        mat(p + "self_attn.v_proj.weight", KV * D, hidden)
+        mat(p + "self_attn.o_proj.weight", hidden, H * D)
+        vec(p + "self_attn.q_norm.weight", D, spread=0.3)
+        vec(p + "self_attn.k_norm.weight", D, spread=0.3)
+        # Qwen3MoeDecoderLayer: experts unless listed in mlp_only_layers or (i + 1) % step != 0.
+        if i not in mlp_only and (i + 1) % step == 0:
+            mat(p + "mlp.gate.weight", E, hidden)
+            for e in range(E):
+                mat(p + f"mlp.experts.{e}.gate_proj.weight", moe_ffn, hidden)
+                mat(p + f"mlp.experts.{e}.up_proj.weight", moe_ffn, hidden)
+                mat(p + f"mlp.experts.{e}.down_proj.weight", hidden, moe_ffn)
+        else:
+            mat(p + "mlp.gate_proj.weight", ffn, hidden)
+            mat(p + "mlp.up_proj.weight", ffn, hidden)
+            mat(p + "mlp.down_proj.weight", hidden, ffn)
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+           "hidden_size": hidden, "intermediate_size": ffn, "num_hidden_layers": L,
+           "num_attention_heads": H, "num_key_value_heads": KV, "head_dim": D,
+           "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+           "vocab_size": V, "hidden_act": "silu", "attention_bias": False,
+           "tie_word_embeddings": False, "torch_dtype": "float32", "use_sliding_window": False,
+           "sliding_window": None, "rope_scaling": None, "num_experts": E,
+           "num_experts_per_tok": 2, "moe_intermediate_size": moe_ffn,
+           "norm_topk_prob": not dense, "decoder_sparse_step": step, "mlp_only_layers": mlp_only,
+           "output_router_logits": False}
+    finish_random(out_dir, tensors, cfg, "qwen3moe", rng)
+
+
+def random_gemma3(out_dir, vocab_tokens, seed, multimodal=False):
+    """A random Gemma 3 text model: 7 layers (0-4 and 6 local with a 4-token window and rope
+    base 10000, 5 global with base 1e6 and linear scaling 8), head_dim 32 in a 64-wide model,
+    GQA 4:2, q/k norms, tied embeddings, no soft-caps. multimodal: the same weights as a
+    Gemma3ForConditionalGeneration checkpoint (text_config without rope_theta / rms_norm_eps /
+    query_pre_attn_scalar, which take Gemma3TextConfig's defaults; tensors under
+    language_model.model.*; a vision tower and projector that the text model does not use)."""
+    rng = np.random.default_rng(seed)
+    V, hidden, H, KV, D, ffn, L = len(vocab_tokens), 64, 4, 2, 32, 128, 7
+    tensors, mat, vec = random_tensors(rng)
+    tensors["model.embed_tokens.weight"] = ("F32", (0.2 * rng.standard_normal((V, hidden)))
+                                            .astype(np.float32))
+    vec("model.norm.weight", hidden, center=0.0)  # Gemma norms multiply by 1 + w
+    for i in range(L):
+        p = f"model.layers.{i}."
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            vec(p + n + ".weight", hidden, center=0.0)
+        mat(p + "self_attn.q_proj.weight", H * D, hidden)
+        mat(p + "self_attn.k_proj.weight", KV * D, hidden)
+        mat(p + "self_attn.v_proj.weight", KV * D, hidden)
+        mat(p + "self_attn.o_proj.weight", hidden, H * D)
+        vec(p + "self_attn.q_norm.weight", D, center=0.0, spread=0.3)
+        vec(p + "self_attn.k_norm.weight", D, center=0.0, spread=0.3)
+        mat(p + "mlp.gate_proj.weight", ffn, hidden)
+        mat(p + "mlp.up_proj.weight", ffn, hidden)
+        mat(p + "mlp.down_proj.weight", hidden, ffn)
+    pattern = 6
+    cfg = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+           "hidden_size": hidden, "intermediate_size": ffn, "num_hidden_layers": L,
+           "num_attention_heads": H, "num_key_value_heads": KV, "head_dim": D,
+           "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+           "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+           "vocab_size": V, "hidden_activation": "gelu_pytorch_tanh",
+           "query_pre_attn_scalar": D, "sliding_window": 4, "sliding_window_pattern": pattern,
+           "layer_types": ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                           for i in range(L)],
+           "attn_logit_softcapping": None, "final_logit_softcapping": None,
+           "attention_bias": False, "tie_word_embeddings": True, "torch_dtype": "float32"}
+    if not multimodal:
+        finish_random(out_dir, tensors, cfg, "gemma3", rng)
+        return
+    cfg["query_pre_attn_scalar"] = 256  # Gemma3TextConfig's defaults, left out below
+    text = {k: v for k, v in cfg.items()
+            if k not in ("architectures", "rope_theta", "rms_norm_eps", "query_pre_attn_scalar")}
+    top = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+           "text_config": text, "torch_dtype": "float32", "mm_tokens_per_image": 4,
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 16,
+                             "num_hidden_layers": 1, "patch_size": 4, "image_size": 8}}
+    mm = {"language_model." + n: t for n, t in tensors.items()}
+    mm["vision_tower.vision_model.embeddings.patch_embedding.weight"] = (
+        "F32", rng.standard_normal((16, 3, 4, 4)).astype(np.float32))
+    mm["multi_modal_projector.mm_input_projection_weight"] = (
+        "F32", rng.standard_normal((16, hidden)).astype(np.float32))
+    os.makedirs(out_dir, exist_ok=True)
+    mhf.write_checkpoint(out_dir, mm, 1)
+    mhf.write_json(os.path.join(out_dir, "config.json"), top)
+    tokens = [int(t) for t in rng.integers(0, V, size=14)]
+    write_reference(out_dir, dict(cfg, family="gemma3"), tensors, tokens, "F32")
+
+
+def random_deepseek3(out_dir, vocab_tokens, seed):
+    """A random DeepSeek-V3: 3 layers (the first dense), MLA (q_lora_rank 32, kv_lora_rank 32,
+    nope 16 + rope 8, v 16), 8 routed experts in 4 groups (2 eligible), top-2, 1 shared expert,
+    sigmoid router with a small correction bias, routed_scaling_factor 2.5, and one
+    multi-token-prediction layer's tensors (model.layers.3.*: not run)."""
+    rng = np.random.default_rng(seed)
+    V, hidden, H, L = len(vocab_tokens), 64, 4, 3
+    qr, kvr, nope, rd, vd, ffn, E, moe_ffn = 32, 32, 16, 8, 16, 96, 8, 32
+    tensors, mat, vec = random_tensors(rng)
+    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
+                                            .astype(np.float32))
+    vec("model.norm.weight", hidden)
+    mat("lm_head.weight", V, hidden)
+    for i in range(L + 1):
+        p = f"model.layers.{i}."
+        vec(p + "input_layernorm.weight", hidden)
+        vec(p + "post_attention_layernorm.weight", hidden)
+        mat(p + "self_attn.q_a_proj.weight", qr, hidden)
+        vec(p + "self_attn.q_a_layernorm.weight", qr)
+        mat(p + "self_attn.q_b_proj.weight", H * (nope + rd), qr)
+        mat(p + "self_attn.kv_a_proj_with_mqa.weight", kvr + rd, hidden)
+        vec(p + "self_attn.kv_a_layernorm.weight", kvr)
+        mat(p + "self_attn.kv_b_proj.weight", H * (nope + vd), kvr)
+        mat(p + "self_attn.o_proj.weight", hidden, H * vd)
+        if i == 0:
+            mat(p + "mlp.gate_proj.weight", ffn, hidden)
+            mat(p + "mlp.up_proj.weight", ffn, hidden)
+            mat(p + "mlp.down_proj.weight", hidden, ffn)
+            continue
+        mat(p + "mlp.gate.weight", E, hidden)
+        vec(p + "mlp.gate.e_score_correction_bias", E, center=0.0, spread=0.05)
+        for e in range(E):
+            mat(p + f"mlp.experts.{e}.gate_proj.weight", moe_ffn, hidden)
+            mat(p + f"mlp.experts.{e}.up_proj.weight", moe_ffn, hidden)
+            mat(p + f"mlp.experts.{e}.down_proj.weight", hidden, moe_ffn)
+        mat(p + "mlp.shared_experts.gate_proj.weight", moe_ffn, hidden)
+        mat(p + "mlp.shared_experts.up_proj.weight", moe_ffn, hidden)
+        mat(p + "mlp.shared_experts.down_proj.weight", hidden, moe_ffn)
+        if i == L:  # the multi-token-prediction layer's own tensors
+            vec(p + "enorm.weight", hidden)
+            vec(p + "hnorm.weight", hidden)
+            mat(p + "eh_proj.weight", hidden, 2 * hidden)
+            vec(p + "shared_head.norm.weight", hidden)
+    cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+           "hidden_size": hidden, "intermediate_size": ffn, "num_hidden_layers": L,
+           "num_attention_heads": H, "num_key_value_heads": H, "max_position_embeddings": 256,
+           "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "rope_scaling": None, "vocab_size": V,
+           "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "float32",
+           "q_lora_rank": qr, "kv_lora_rank": kvr, "qk_nope_head_dim": nope,
+           "qk_rope_head_dim": rd, "v_head_dim": vd, "n_routed_experts": E,
+           "num_experts_per_tok": 2, "moe_intermediate_size": moe_ffn, "n_shared_experts": 1,
+           "first_k_dense_replace": 1, "moe_layer_freq": 1, "n_group": 4, "topk_group": 2,
+           "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": True,
+           "routed_scaling_factor": 2.5, "num_nextn_predict_layers": 1}
+    finish_random(out_dir, tensors, cfg, "deepseek3", rng)

@@ -613,6 +613,12 @@ def random_checkpoint(out_dir, spec, vocab_tokens, seed):
 
 RANDOM_SPECS = {
     "qwen3-f32": {"family": "qwen3", "tokenizer": "qwen2"},  # arch_fixtures.random_qwen3
+    # arch_fixtures.random_{qwen3moe,gemma3,deepseek3}
+    "qwen3moe-f32": {"family": "qwen3moe", "tokenizer": "qwen2", "seed": 3701},
+    "qwen3moe-dense-f32": {"family": "qwen3moe-dense", "tokenizer": "qwen2", "seed": 3702},
+    "gemma3-f32": {"family": "gemma3", "tokenizer": "spm", "seed": 3703},
+    "gemma3-mm-f32": {"family": "gemma3-mm", "tokenizer": "spm", "seed": 3705},
+    "deepseek3-f32": {"family": "deepseek3", "tokenizer": "qwen2", "seed": 3704},
     "mistral-bf16": {"arch": "MistralForCausalLM", "model_type": "mistral", "dtype": "BF16",
                      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
                      "head_dim": 32, "intermediate_size": 160, "num_hidden_layers": 2,
@@ -649,7 +655,10 @@ def make_random(out_root, fixtures):
     llama_spm = gguf_reader.GgufFile(os.path.join(fixtures, "tokenizer/ggml-vocab-llama-spm.gguf"))
     gpt2 = gguf_reader.GgufFile(os.path.join(fixtures, "tokenizer/ggml-vocab-gpt-2.gguf"))
     spm_tokens, spm_scores, spm_types = tiny_spm_vocab(llama_spm)
-    for seed, (name, spec) in enumerate(sorted(RANDOM_SPECS.items())):
+    # Seeds by position among the specs without their own "seed" (so adding one keeps the others).
+    legacy = sorted(n for n, s in RANDOM_SPECS.items() if "seed" not in s)
+    for name, spec in sorted(RANDOM_SPECS.items()):
+        seed = spec.get("seed", 1234 + legacy.index(name) if name in legacy else 0)
         out_dir = os.path.join(out_root, name)
         kind = spec["tokenizer"]
         if kind == "spm":
@@ -683,11 +692,18 @@ def make_random(out_root, fixtures):
                 tcfg = {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": specials[0],
                         "add_prefix_space": False, "clean_up_tokenization_spaces": False,
                         "chat_template": CHAT_TEMPLATE}
-        if spec.get("family") == "qwen3":
+        family = spec.get("family")
+        if family:
             import arch_fixtures  # noqa: E402
-            arch_fixtures.random_qwen3(out_dir, tokens, 1234 + seed)
+            make = {"qwen3": arch_fixtures.random_qwen3,
+                    "qwen3moe": lambda d, t, s: arch_fixtures.random_qwen3moe(d, t, s, False),
+                    "qwen3moe-dense": lambda d, t, s: arch_fixtures.random_qwen3moe(d, t, s, True),
+                    "gemma3": arch_fixtures.random_gemma3,
+                    "gemma3-mm": lambda d, t, s: arch_fixtures.random_gemma3(d, t, s, True),
+                    "deepseek3": arch_fixtures.random_deepseek3}[family]
+            make(out_dir, tokens, seed)
         else:
-            random_checkpoint(out_dir, spec, tokens, 1234 + seed)
+            random_checkpoint(out_dir, spec, tokens, seed)
         write_json(os.path.join(out_dir, "tokenizer.json"), tj)
         write_json(os.path.join(out_dir, "tokenizer_config.json"), tcfg)
         eos = tokens.index(tcfg["eos_token"])

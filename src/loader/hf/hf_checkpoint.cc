@@ -38,6 +38,10 @@ constexpr ArchMap kArchMaps[] = {
     {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2moe", false},
     {"DeepseekV2ForCausalLM", "deepseek_v2", "deepseek2", false},
     {"Qwen3ForCausalLM", "qwen3", "qwen3", false},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", false},
+    {"Gemma3ForCausalLM", "gemma3_text", "gemma3", false},
+    {"Gemma3ForConditionalGeneration", "gemma3", "gemma3", false},  // text_config; text only
+    {"DeepseekV3ForCausalLM", "deepseek_v3", "deepseek2", false},
 };
 
 Result<int32_t> required_count(const std::optional<int64_t>& v, std::string_view field,
@@ -127,6 +131,29 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
     c.rope_attn_factor = static_cast<float>(af / (1.0 + 0.1 * std::log(factor)));
   }
   return Status();
+}
+
+// A multimodal checkpoint's tensor as the text model names it: language_model.model.X and
+// model.language_model.X become model.X, language_model.lm_head.X and lm_head.X become
+// lm_head.X; nullopt for anything else (the vision tower, the projector).
+std::optional<std::string> text_model_tensor_name(std::string_view name) {
+  for (std::string_view prefix : {"language_model.model.", "model.language_model."}) {
+    if (name.starts_with(prefix)) return "model." + std::string(name.substr(prefix.size()));
+  }
+  if (name.starts_with("language_model.lm_head.")) {
+    return std::string(name.substr(std::string_view("language_model.").size()));
+  }
+  if (name.starts_with("lm_head.")) return std::string(name);
+  return std::nullopt;
+}
+
+// A tensor of layer N in [num_layers, num_layers + mtp_layers): a multi-token-prediction layer.
+bool is_mtp_tensor(std::string_view name, int32_t num_layers, int64_t mtp_layers) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!name.starts_with(kLayers)) return false;
+  name.remove_prefix(kLayers.size());
+  const auto n = take_hf_index(name);
+  return n && *n >= num_layers && *n < num_layers + mtp_layers;
 }
 
 }  // namespace
@@ -233,6 +260,27 @@ std::vector<float> llama3_rope_factors(const format::HfRopeScaling& s, float rop
   return out;
 }
 
+namespace {
+Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap& arch_map);
+
+// Gemma3TextConfig's defaults (transformers) for the fields a Gemma 3 config may leave out.
+void gemma3_text_defaults(format::HfConfig& hf) {
+  auto fill = [](auto& field, auto value) {
+    if (!field) field = value;
+  };
+  fill(hf.vocab_size, int64_t{262208});
+  fill(hf.hidden_size, int64_t{2304});
+  fill(hf.intermediate_size, int64_t{9216});
+  fill(hf.num_hidden_layers, int64_t{26});
+  fill(hf.num_attention_heads, int64_t{8});
+  fill(hf.num_key_value_heads, int64_t{4});
+  fill(hf.head_dim, int64_t{256});
+  fill(hf.max_position_embeddings, int64_t{131072});
+  fill(hf.rms_norm_eps, 1e-6);
+  fill(hf.rope_theta, 1000000.0);
+}
+}  // namespace
+
 Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string* architecture) {
   const ArchMap* map = nullptr;
   for (const ArchMap& m : kArchMaps) {
@@ -246,16 +294,32 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
     return unimplemented(
         "config.json: architecture {} is not supported (LlamaForCausalLM, MistralForCausalLM, "
         "MixtralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, "
-        "Qwen2MoeForCausalLM, DeepseekV2ForCausalLM, Qwen3ForCausalLM are)",
+        "Qwen2MoeForCausalLM, DeepseekV2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+        "Gemma3ForCausalLM, Gemma3ForConditionalGeneration (text), DeepseekV3ForCausalLM are)",
         got.empty() ? "(none)" : got);
   }
   if (architecture != nullptr) *architecture = std::string(map->hf);
   PAGODA_RETURN_IF_ERROR(check_hf_activation(hf, map->arch));
   if (hf.mlp_bias.value_or(false)) return unimplemented("config.json: mlp_bias is not supported");
-  if ((map->arch == "llama" || map->arch == "qwen3") && hf.attention_bias.value_or(false)) {
+  if ((map->arch == "llama" || map->arch == "qwen3" || map->arch == "qwen3moe" ||
+       map->arch == "gemma3") &&
+      hf.attention_bias.value_or(false)) {
     return unimplemented("config.json: attention_bias (biased o_proj) is not supported");
   }
 
+  if (map->arch == "gemma3") {
+    // Gemma 3's multimodal configs leave most text fields at Gemma3TextConfig's defaults.
+    format::HfConfig with_defaults = hf;
+    gemma3_text_defaults(with_defaults);
+    return model_config_from(with_defaults, *map);
+  }
+  return model_config_from(hf, *map);
+}
+
+namespace {
+
+Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap& arch_map) {
+  const ArchMap* map = &arch_map;
   ModelConfig c;
   c.arch = std::string(map->arch);
   c.name = hf.name_or_path.value_or("");
@@ -364,6 +428,8 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
   return c;
 }
 
+}  // namespace
+
 bool HfCheckpoint::is_model_dir(const std::string& path) {
   std::error_code ec;
   return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / "config.json", ec);
@@ -458,6 +524,17 @@ Status HfCheckpoint::map_tensors() {
     auto it = all_tensors.find(name);
     return it == all_tensors.end() ? nullptr : it->second;
   };
+  // DeepSeek-V3's multi-token-prediction layers follow the decoder's as model.layers.N with
+  // N >= num_hidden_layers: not run, so not mapped.
+  int64_t mtp_layers = 0;
+  if (config_.arch == "deepseek2" && hf_config_.num_nextn_predict_layers) {
+    mtp_layers = *hf_config_.num_nextn_predict_layers;
+    if (mtp_layers < 0 || mtp_layers > L::kMaxLayers) {
+      return invalid_argument("config.json: num_nextn_predict_layers {} is out of range [0, {}]",
+                              mtp_layers, L::kMaxLayers);
+    }
+  }
+  size_t mtp_skipped = 0, vision_skipped = 0;
   for (size_t s = 0; s < shards_.size(); ++s) {
     const format::SafetensorsFile& shard = *shards_[s];
     const std::string file = fs::path(shard.name()).filename().string();
@@ -472,7 +549,23 @@ Status HfCheckpoint::map_tensors() {
           continue;
         }
       }
-      const std::string hf_name = quant_prefix.empty() ? t.name : quant_prefix + ".weight";
+      std::string hf_name = quant_prefix.empty() ? t.name : quant_prefix + ".weight";
+      if (hf_config_.from_text_config) {
+        // A multimodal checkpoint: the language model's tensors under language_model.* (or
+        // model.language_model.*); the vision tower and projector are skipped (text only).
+        auto text = text_model_tensor_name(hf_name);
+        if (!text) {
+          ++vision_skipped;
+          by_hf_name.emplace(t.name, SIZE_MAX);
+          continue;
+        }
+        hf_name = std::move(*text);
+      }
+      if (mtp_layers > 0 && is_mtp_tensor(hf_name, config_.num_layers, mtp_layers)) {
+        ++mtp_skipped;
+        by_hf_name.emplace(t.name, SIZE_MAX);
+        continue;
+      }
       auto gguf = gguf_name_of(hf_name, &skip, &out.layer, &out.expert, config_.arch);
       if (skip) continue;
       if (!gguf) {
@@ -542,6 +635,14 @@ Status HfCheckpoint::map_tensors() {
       }
       tensors_.push_back(std::move(out));
     }
+  }
+  if (vision_skipped > 0) {
+    PAGODA_LOG_INFO("{}: {} vision tower / projector tensors skipped (text only)", dir_,
+                    vision_skipped);
+  }
+  if (mtp_skipped > 0) {
+    PAGODA_LOG_INFO("{}: {} tensors of the {} multi-token-prediction layer(s) are not used", dir_,
+                    mtp_skipped, mtp_layers);
   }
   for (const std::string& c : companions) {
     by_hf_name.emplace(c, SIZE_MAX);

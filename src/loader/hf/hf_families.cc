@@ -1,5 +1,6 @@
 #include "loader/hf/hf_families.h"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 
@@ -14,6 +15,10 @@ bool is_gemma(std::string_view arch) {
 }
 bool is_qwen_moe(std::string_view arch) {
   return arch == "qwen2moe" || arch == "qwen3moe";
+}
+bool is_deepseek_v3(const format::HfConfig& hf) {
+  return hf.architectures.empty() ? hf.model_type == "deepseek_v3"
+                                  : hf.architectures.front() == "DeepseekV3ForCausalLM";
 }
 
 // A count field in [lo, max]; `fallback` when absent (nullopt: required).
@@ -36,7 +41,60 @@ Result<float> scale_field(const std::optional<double>& v, std::string_view field
   return static_cast<float>(x);
 }
 
+// Gemma3TextConfig: no soft-caps unless stated, window 4096, one global layer in 6
+// (sliding_window_pattern, or the layer_types list, which must follow such a pattern), local
+// rope base rope_local_base_freq (10000).
+Status gemma3_config(const format::HfConfig& hf, ModelConfig& c) {
+  if (hf.attn_logit_softcapping) {
+    PAGODA_ASSIGN_OR_RETURN(c.attn_softcap,
+                            scale_field(hf.attn_logit_softcapping, "attn_logit_softcapping", 0.0));
+  }
+  if (hf.final_logit_softcapping) {
+    PAGODA_ASSIGN_OR_RETURN(
+        c.final_softcap, scale_field(hf.final_logit_softcapping, "final_logit_softcapping", 0.0));
+  }
+  PAGODA_ASSIGN_OR_RETURN(
+      c.sliding_window, count_field(hf.sliding_window, "sliding_window", 1, L::kMaxContext, 4096));
+  PAGODA_ASSIGN_OR_RETURN(c.sliding_pattern,
+                          count_field(hf.sliding_window_pattern, "sliding_window_pattern", 1,
+                                      int64_t{c.num_layers} + 1, 6));
+  if (!hf.layer_types.empty()) {
+    // The newer form: one entry per layer. Its period is the first global layer's index + 1.
+    if (hf.layer_types.size() != static_cast<size_t>(c.num_layers)) {
+      return invalid_argument("config.json: layer_types has {} entries for {} layers",
+                              hf.layer_types.size(), c.num_layers);
+    }
+    int32_t first_global = c.num_layers;
+    for (size_t i = 0; i < hf.layer_types.size(); ++i) {
+      const std::string& t = hf.layer_types[i];
+      if (t != "sliding_attention" && t != "full_attention") {
+        return unimplemented("config.json: layer_types[{}] \"{}\" is not supported", i, t);
+      }
+      if (t == "full_attention" && first_global == c.num_layers) {
+        first_global = static_cast<int32_t>(i);
+      }
+    }
+    c.sliding_pattern = first_global + 1;
+    for (size_t i = 0; i < hf.layer_types.size(); ++i) {
+      const bool sliding = (static_cast<int32_t>(i) + 1) % c.sliding_pattern != 0;
+      if (sliding != (hf.layer_types[i] == "sliding_attention")) {
+        return unimplemented(
+            "config.json: layer_types is not one global layer every {} (layer {} is \"{}\")",
+            c.sliding_pattern, i, hf.layer_types[i]);
+      }
+    }
+  }
+  const double local = hf.rope_local_base_freq.value_or(10000.0);
+  if (!(local > 0) || local > L::kMaxRopeTheta) {
+    return invalid_argument("config.json: rope_local_base_freq {} is out of range (0, {}]", local,
+                            L::kMaxRopeTheta);
+  }
+  c.rope_local_theta = static_cast<float>(local);
+  return Status();
+}
+
 Status gemma_config(const format::HfConfig& hf, ModelConfig& c) {
+  if (c.arch == "gemma3") return gemma3_config(hf, c);
   // Gemma2Config's defaults for absent fields (null counts as absent).
   PAGODA_ASSIGN_OR_RETURN(c.attn_softcap,
                           scale_field(hf.attn_logit_softcapping, "attn_logit_softcapping", 50.0));
@@ -62,14 +120,23 @@ Status qwen_moe_config(const format::HfConfig& hf, ModelConfig& c) {
     return unimplemented("config.json: shared_expert_intermediate_size on {} is not supported",
                          c.arch);
   }
-  if (hf.decoder_sparse_step.value_or(1) != 1) {
-    return unimplemented("config.json: decoder_sparse_step {} is not supported (1 is)",
-                         *hf.decoder_sparse_step);
+  // Qwen2MoeConfig / Qwen3MoeConfig: layer i has experts unless it is in mlp_only_layers or
+  // (i + 1) is not a multiple of decoder_sparse_step; those layers have a dense intermediate_size
+  // FFN.
+  PAGODA_ASSIGN_OR_RETURN(
+      const int32_t step,
+      count_field(hf.decoder_sparse_step, "decoder_sparse_step", 1, c.num_layers, 1));
+  for (int64_t layer : hf.mlp_only_layers) {
+    if (layer < 0 || layer >= c.num_layers) {
+      return invalid_argument("config.json: mlp_only_layers has {}, not a layer of {}", layer,
+                              c.num_layers);
+    }
   }
-  if (!hf.mlp_only_layers.empty()) {
-    return unimplemented(
-        "config.json: mlp_only_layers (dense layers among MoE ones) is not "
-        "supported");
+  c.dense_layers.clear();
+  for (int32_t i = 0; i < c.num_layers; ++i) {
+    const bool listed = std::find(hf.mlp_only_layers.begin(), hf.mlp_only_layers.end(), i) !=
+                        hf.mlp_only_layers.end();
+    if (listed || (i + 1) % step != 0) c.dense_layers.push_back(i);
   }
   return Status();
 }
@@ -86,16 +153,23 @@ Status deepseek_config(const format::HfConfig& hf, ModelConfig& c) {
   PAGODA_ASSIGN_OR_RETURN(c.v_head_dim,
                           count_field(hf.v_head_dim, "v_head_dim", 1, L::kMaxHeadDim));
   c.head_dim = nope + c.rope_dims;
-  if (hf.scoring_func.value_or("softmax") != "softmax") {
-    return unimplemented("config.json: scoring_func \"{}\" is not supported (softmax is)",
-                         *hf.scoring_func);
+  const bool v3 = is_deepseek_v3(hf);
+  // DeepseekV3Config's defaults: sigmoid scoring, noaux_tc (grouped top-k over biased scores).
+  const std::string scoring = hf.scoring_func.value_or(v3 ? "sigmoid" : "softmax");
+  if (scoring != "softmax" && !(v3 && scoring == "sigmoid")) {
+    return unimplemented("config.json: scoring_func \"{}\" is not supported ({} is)", scoring,
+                         v3 ? "sigmoid or softmax" : "softmax");
   }
   if (hf.moe_layer_freq.value_or(1) != 1) {
     return unimplemented("config.json: moe_layer_freq {} is not supported (1 is)",
                          *hf.moe_layer_freq);
   }
-  const std::string method = hf.topk_method.value_or("greedy");
-  if (method == "group_limited_greedy") {
+  const std::string method = hf.topk_method.value_or(v3 ? "noaux_tc" : "greedy");
+  if (v3 && method == "noaux_tc") {
+    if (scoring != "sigmoid") {
+      return unimplemented("config.json: topk_method noaux_tc with scoring_func \"{}\"", scoring);
+    }
+  } else if (method == "group_limited_greedy") {
     // Grouped routing limits nothing when every group may be chosen.
     if (hf.topk_group.value_or(1) < hf.n_group.value_or(1)) {
       return unimplemented(
@@ -104,7 +178,8 @@ Status deepseek_config(const format::HfConfig& hf, ModelConfig& c) {
           hf.topk_group.value_or(1), hf.n_group.value_or(1));
     }
   } else if (method != "greedy") {
-    return unimplemented("config.json: topk_method \"{}\" is not supported (greedy is)", method);
+    return unimplemented("config.json: topk_method \"{}\" is not supported (greedy{} is)", method,
+                         v3 ? ", noaux_tc" : "");
   }
   if (!hf.n_routed_experts) return Status();  // dense
   PAGODA_ASSIGN_OR_RETURN(c.num_experts,
@@ -119,6 +194,22 @@ Status deepseek_config(const format::HfConfig& hf, ModelConfig& c) {
   PAGODA_ASSIGN_OR_RETURN(
       c.leading_dense_layers,
       count_field(hf.first_k_dense_replace, "first_k_dense_replace", 0, c.num_layers, 0));
+  if (v3) {
+    // DeepSeek-V3: sigmoid probabilities (plus e_score_correction_bias for choosing), grouped
+    // top-k when topk_method is noaux_tc, weights renormalised per norm_topk_prob and always
+    // multiplied by routed_scaling_factor.
+    c.expert_gating = scoring == "sigmoid" ? 2 : 1;
+    c.expert_weights_norm = hf.norm_topk_prob.value_or(true);
+    PAGODA_ASSIGN_OR_RETURN(c.moe_weights_scale,
+                            scale_field(hf.routed_scaling_factor, "routed_scaling_factor", 2.5));
+    if (method == "noaux_tc") {
+      PAGODA_ASSIGN_OR_RETURN(c.expert_groups,
+                              count_field(hf.n_group, "n_group", 1, c.num_experts, 8));
+      PAGODA_ASSIGN_OR_RETURN(c.expert_groups_used,
+                              count_field(hf.topk_group, "topk_group", 1, c.expert_groups, 4));
+    }
+    return Status();
+  }
   c.expert_gating = 1;
   c.expert_weights_norm = hf.norm_topk_prob.value_or(false);
   // DeepSeek-V2 scales the routing weights only when it does not renormalise them.
@@ -167,12 +258,9 @@ Status hf_family_finish(const format::HfConfig& hf, ModelConfig& c) {
     c.attn_scale = static_cast<float>(1.0 / std::sqrt(scalar));
   }
   if (is_qwen_moe(c.arch)) {
-    // The GGUF architectures fix the choice: qwen2moe never renormalises, qwen3moe always does.
-    const bool want = c.arch == "qwen3moe";
-    if (hf.norm_topk_prob.value_or(want) != want) {
-      return unimplemented("config.json: norm_topk_prob {} is not supported for {} ({} is)", !want,
-                           c.arch, want);
-    }
+    // Qwen2MoeConfig's and Qwen3MoeConfig's default is false (a GGUF file fixes the choice per
+    // architecture: `convert` refuses what its architecture cannot run).
+    c.moe_norm_weights = hf.norm_topk_prob.value_or(false);
   }
   return Status();
 }
@@ -206,6 +294,7 @@ std::optional<std::string> family_layer_tensor_name(std::string_view arch, std::
       {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight"},
       {"self_attn.kv_b_proj.weight", "attn_kv_b.weight"},
       {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},  // DeepSeek-V3
       {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight"},
       {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight"},
       {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight"},

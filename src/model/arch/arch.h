@@ -35,6 +35,8 @@ extern const ArchDef kQwen2MoeArch;
 extern const ArchDef kDeepseek2Arch;
 extern const ArchDef kQwen3Arch;
 extern const ArchDef kBertArch;  // an encoder (model/encoder.h)
+extern const ArchDef kQwen3MoeArch;
+extern const ArchDef kGemma3Arch;
 
 // The shared build for llama-family decoders (arch files may use it).
 Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,

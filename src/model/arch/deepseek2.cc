@@ -4,8 +4,10 @@
 // leading_dense_block_count layers have a dense SwiGLU FFN, the others a softmax router over the
 // experts, top k, weights renormalised or not (expert_weights_norm) and multiplied by
 // expert_weights_scale, plus expert_shared_count shared experts stored fused and added ungated.
-// Refused by name: the sigmoid router with a correction bias (DeepSeek-V3, expert_gating_func
-// 2), and YaRN rope scaling (its attention-scale correction is not implemented).
+// DeepSeek-V3 in the same layout (expert_gating_func 2): sigmoid router, experts chosen by
+// probability + exp_probs_b within the expert_group_used_count best of expert_group_count groups,
+// weights the probabilities (renormalised per expert_weights_norm) x expert_weights_scale.
+// Refused by name: YaRN rope scaling (its attention-scale correction is not implemented).
 #include "base/checked_math.h"
 #include "model/arch/arch.h"
 
@@ -18,9 +20,6 @@ Status configure_deepseek2(ModelConfig& c) {
   if (c.kv_lora_rank == 0) return invalid_argument("deepseek2 needs attention.kv_lora_rank");
   // The cache holds per-head K and V (one KV head per query head).
   c.num_kv_heads = c.num_heads;
-  if (c.expert_gating == 2) {
-    return unimplemented("deepseek2 with a sigmoid router (expert_gating_func 2) is not supported");
-  }
   if (c.rope_ext_factor != 0.0f) {
     return unimplemented("deepseek2 with YaRN rope scaling is not supported yet");
   }

@@ -58,17 +58,61 @@ void moe_block(const MoeWeights& w, const float* h, int64_t T, float* out, Scrat
   const int64_t k = w.num_used;
   float* router = scratch.get(kRouter, static_cast<size_t>(T * num_experts));
   kernels::matmul(w.router, h, T, router);
-  kernels::softmax(router, T, num_experts);
+  if (w.sigmoid) {
+    kernels::team_first([&] {
+      for (int64_t i = 0; i < T * num_experts; ++i)
+        router[i] = 1.0f / (1.0f + std::exp(-router[i]));
+    });
+  } else {
+    kernels::softmax(router, T, num_experts);
+  }
   kernels::team_sync();  // every thread of a team reads all of the router's output
 
   // Per token: its top-k experts and their weights (renormalised or not, then scaled).
   std::vector<int32_t> chosen(static_cast<size_t>(T * k));
   std::vector<float> weights(static_cast<size_t>(T * k));
   std::vector<int32_t> order(static_cast<size_t>(num_experts));
+  std::vector<float> score(static_cast<size_t>(num_experts));
+  const int64_t groups = w.num_groups, per_group = num_experts / groups;
+  std::vector<int32_t> group_order(static_cast<size_t>(groups));
+  std::vector<float> group_score(static_cast<size_t>(groups));
   for (int64_t t = 0; t < T; ++t) {
     const float* p = router + t * num_experts;
+    // The selection score: the probability, plus the bias when there is one.
+    for (int64_t e = 0; e < num_experts; ++e) {
+      score[static_cast<size_t>(e)] =
+          p[e] + (w.selection_bias.empty() ? 0.0f : w.selection_bias[static_cast<size_t>(e)]);
+    }
+    if (groups > 1) {
+      // A group's score is the sum of its two best; experts outside the best groups_used groups
+      // cannot be chosen.
+      for (int64_t g = 0; g < groups; ++g) {
+        float best = -INFINITY, second = -INFINITY;
+        for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e) {
+          const float v = score[static_cast<size_t>(e)];
+          if (v > best) {
+            second = best;
+            best = v;
+          } else if (v > second) {
+            second = v;
+          }
+        }
+        group_score[static_cast<size_t>(g)] = best + second;
+      }
+      std::iota(group_order.begin(), group_order.end(), 0);
+      std::stable_sort(group_order.begin(), group_order.end(), [&](int32_t a, int32_t b) {
+        return group_score[static_cast<size_t>(a)] > group_score[static_cast<size_t>(b)];
+      });
+      for (int64_t j = w.groups_used; j < groups; ++j) {
+        const int64_t g = group_order[static_cast<size_t>(j)];
+        for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e)
+          score[static_cast<size_t>(e)] = -INFINITY;
+      }
+    }
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [p](int32_t a, int32_t b) { return p[a] > p[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)];
+    });
     float sum = 0;
     for (int64_t j = 0; j < k; ++j)
       sum += p[order[static_cast<size_t>(j)]];

@@ -1,7 +1,8 @@
 // Feed-forward blocks: a dense gated FFN (SwiGLU or GeGLU), and a mixture of such experts (softmax
 // router over all experts, top-k; weights renormalised over the chosen k as Mixtral, or not as
 // Qwen-MoE, then scaled), optionally with a shared expert on every token (its output gated by a
-// sigmoid, as Qwen-MoE, or not).
+// sigmoid, as Qwen-MoE, or not). DeepSeek-V3's router: sigmoid probabilities, experts chosen by
+// probability + a per-expert bias within the best groups, weighted by the probabilities.
 #pragma once
 
 #include <vector>
@@ -25,10 +26,14 @@ struct MoeWeights {
   kernels::WeightView router;       // [num_experts, hidden]
   std::vector<FfnWeights> experts;  // num_experts
   int32_t num_used = 0;
-  bool norm_weights = true;          // renormalise the chosen experts' probabilities to sum to 1
-  float weights_scale = 1;           // then multiply them by this
-  std::optional<FfnWeights> shared;  // run on every token and added
-  kernels::WeightView shared_gate;   // [1, hidden]: shared output x sigmoid(gate . h); rows 0: none
+  bool norm_weights = true;           // renormalise the chosen experts' probabilities to sum to 1
+  float weights_scale = 1;            // then multiply them by this
+  bool sigmoid = false;               // sigmoid probabilities instead of a softmax
+  std::vector<float> selection_bias;  // empty, or [num_experts]: added for choosing only
+  int32_t num_groups = 1;             // experts split into groups of num_experts / num_groups;
+  int32_t groups_used = 1;            // only the groups_used best groups' experts may be chosen
+  std::optional<FfnWeights> shared;   // run on every token and added
+  kernels::WeightView shared_gate;  // [1, hidden]: shared output x sigmoid(gate . h); rows 0: none
 };
 
 // Reserve the scratch ffn_block and moe_block use for up to num_tokens tokens.

@@ -2,8 +2,8 @@
 // tensor's bytes, shape and dtype, so ASan/UBSan see any read the validation let through and the
 // documented invariants (tensors tile the data area, sizes = shape x dtype) are checked. The
 // same bytes are also fed to the JSON parsers of a Hugging Face directory (config.json,
-// generation_config.json, tokenizer_config.json, model.safetensors.index.json), which must
-// return a Status and never crash.
+// generation_config.json (a multimodal config's nested text_config too), tokenizer_config.json,
+// model.safetensors.index.json), which must return a Status and never crash.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <span>
 #include <sstream>
 
 #include "diagnostics/logit_trace.h"
@@ -561,6 +562,210 @@ TEST(HfFamilyHostileTest, InconsistentConfigIsAClearError) {
     EXPECT_NE(loaded.status().message().find(c.expected), std::string::npos)
         << c.dir << " " << c.key << ": " << loaded.status().to_string();
   }
+}
+
+// ---- Qwen3-MoE, Gemma 3, DeepSeek-V3 (random directories; ctest entries hf_<family>_test) ----
+
+// Each directory against the float64 PyTorch forward; converted to F32, the file is in llama.cpp's
+// layout for the family (its architecture, keys and tensor names) and still matches PyTorch, or
+// convert refuses what that layout cannot state, naming it.
+struct FamilyCase {
+  const char* dir;         // under random/
+  const char* gguf_arch;   // general.architecture of the converted file
+  const char* refusal;     // non-null: convert must fail with this in its message
+  const char* keys[4];     // metadata the converted file must have (null-terminated)
+  const char* tensors[3];  // tensor names it must have (null-terminated)
+};
+
+const FamilyCase kFamilyCases[] = {
+    {"qwen3moe-f32",
+     "qwen3moe",
+     nullptr,
+     {"qwen3moe.expert_count", "qwen3moe.expert_used_count", "qwen3moe.expert_feed_forward_length",
+      "qwen3moe.attention.key_length"},
+     {"blk.1.ffn_gate_exps.weight", "blk.0.attn_q_norm.weight", "blk.1.ffn_gate_inp.weight"}},
+    {"qwen3moe-dense-f32", "qwen3moe", "mlp_only_layers / decoder_sparse_step", {}, {}},
+    {"gemma3-f32",
+     "gemma3",
+     nullptr,
+     {"gemma3.attention.sliding_window", "gemma3.rope.scaling.factor",
+      "gemma3.attention.key_length", nullptr},
+     {"blk.0.attn_k_norm.weight", "blk.6.post_ffw_norm.weight", nullptr}},
+    // Gemma3ForConditionalGeneration: text_config read, vision tensors skipped; its default
+    // query_pre_attn_scalar (256) is not 1/sqrt(head_dim), which a gemma3 GGUF cannot state.
+    {"gemma3-mm-f32", "gemma3", "query_pre_attn_scalar gives a query scale", {}, {}},
+    {"deepseek3-f32",
+     "deepseek2",
+     nullptr,
+     {"deepseek2.expert_gating_func", "deepseek2.expert_group_count",
+      "deepseek2.expert_group_used_count", "deepseek2.expert_weights_scale"},
+     {"blk.1.exp_probs_b.bias", "blk.2.ffn_up_shexp.weight", "blk.0.ffn_down.weight"}},
+};
+
+class HfFamilyTest : public ::testing::TestWithParam<FamilyCase> {};
+
+TEST_P(HfFamilyTest, MatchesPyTorchFloat64) {
+  REQUIRE_HF_FIXTURES(root);
+  const fs::path dir = root / "random" / GetParam().dir;
+  const nlohmann::json ref = read_json(dir / "reference.json");
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  const double worst = worst_ratio_vs_pytorch(dir.string(), ref);
+  EXPECT_LE(worst, tol) << GetParam().dir;
+  std::printf("dir %s: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir, worst, tol);
+}
+
+// The same sequence as a 5-token prefill and then one token per step, in 4-token KV blocks: the
+// decode path (Gemma 3's 4-token window and local rope across blocks, routing of single tokens)
+// gives the reference's rows too.
+TEST_P(HfFamilyTest, DecodesTokenByToken) {
+  REQUIRE_HF_FIXTURES(root);
+  const fs::path dir = root / "random" / GetParam().dir;
+  const nlohmann::json ref = read_json(dir / "reference.json");
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  auto loaded = loader::load_model(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
+  const auto rows = ref["logits"].get<std::vector<std::vector<double>>>();
+  auto session = diagnostics::SequenceSession::create(
+      *loaded->model, static_cast<int32_t>(tokens.size()), tensor::DType::kF32, 4);
+  ASSERT_TRUE(session.ok()) << session.status().to_string();
+  const size_t vocab = static_cast<size_t>(loaded->model->config().vocab_size);
+  std::vector<float> all, step;
+  constexpr size_t kPrefill = 5;
+  ASSERT_TRUE(session->feed(std::span(tokens).first(kPrefill), true, step).ok());
+  all = step;
+  for (size_t i = kPrefill; i < tokens.size(); ++i) {
+    const Status st = session->feed(std::span(tokens).subspan(i, 1), true, step);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  ASSERT_EQ(all.size(), rows.size() * vocab);
+  double worst = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    double mean = 0, var = 0, max_delta = 0;
+    for (double v : rows[i])
+      mean += v;
+    mean /= static_cast<double>(vocab);
+    for (double v : rows[i])
+      var += (v - mean) * (v - mean);
+    for (size_t j = 0; j < vocab; ++j)
+      max_delta = std::max(max_delta, std::fabs(all[i * vocab + j] - rows[i][j]));
+    worst = std::max(worst, max_delta / std::sqrt(var / static_cast<double>(vocab)));
+  }
+  EXPECT_LE(worst, tol) << GetParam().dir;
+  std::printf("dir %s token by token: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir,
+              worst, tol);
+}
+
+TEST_P(HfFamilyTest, ConvertsToLlamaCppLayout) {
+  REQUIRE_HF_FIXTURES(root);
+  const FamilyCase& c = GetParam();
+  const fs::path dir = root / "random" / c.dir;
+  const fs::path out = testing::scratch_dir() / (std::string(c.dir) + "-F32.gguf");
+  const auto r = testing::run_pagoda({"convert", dir.string(), out.string(), "--type", "F32"});
+  if (c.refusal != nullptr) {
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(c.refusal), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto parsed = format::GgufFile::open(out.string());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  const format::GgufValue* arch = (*parsed)->find("general.architecture");
+  ASSERT_NE(arch, nullptr);
+  EXPECT_EQ(arch->str, c.gguf_arch);
+  for (const char* key : c.keys) {
+    if (key != nullptr) {
+      EXPECT_NE((*parsed)->find(key), nullptr) << key;
+    }
+  }
+  for (const char* name : c.tensors) {
+    if (name != nullptr) {
+      EXPECT_NE((*parsed)->find_tensor(name), nullptr) << name;
+    }
+  }
+  const nlohmann::json ref = read_json(dir / "reference.json");
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  const double worst = worst_ratio_vs_pytorch(out.string(), ref);
+  EXPECT_LE(worst, tol) << c.dir;
+  std::printf("converted %s -> F32 (%s): max |dlogit|/std = %.4f (limit %.2f)\n", c.dir,
+              c.gguf_arch, worst, tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dirs, HfFamilyTest, ::testing::ValuesIn(kFamilyCases),
+                         [](const ::testing::TestParamInfo<FamilyCase>& p) {
+                           std::string s = p.param.dir;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+// config.json values these families cannot run (or that contradict the tensors): clear errors.
+struct RefusalCase {
+  const char* dir;
+  const char* key;
+  nlohmann::json value;
+  const char* expected;
+};
+
+void expect_refusals(const fs::path& root, std::span<const RefusalCase> cases) {
+  for (const RefusalCase& c : cases) {
+    const fs::path src = root / "random" / c.dir;
+    const fs::path dir = testing::scratch_dir() / (std::string(c.dir) + "-" + c.key);
+    fs::create_directories(dir);
+    nlohmann::json config = read_json(src / "config.json");
+    config[c.key] = c.value;
+    std::ofstream(dir / "config.json") << config.dump();
+    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+      std::error_code ec;
+      fs::remove(dir / f, ec);
+      fs::create_symlink(src / f, dir / f);
+    }
+    auto loaded = loader::load_model(dir.string());
+    ASSERT_FALSE(loaded.ok()) << c.dir << " " << c.key;
+    EXPECT_NE(loaded.status().message().find(c.expected), std::string::npos)
+        << c.dir << " " << c.key << ": " << loaded.status().to_string();
+  }
+}
+
+TEST(HfFamilyRefusalTest, qwen3moe) {
+  REQUIRE_HF_FIXTURES(root);
+  const RefusalCase cases[] = {
+      {"qwen3moe-dense-f32", "mlp_only_layers", nlohmann::json::array({9}),
+       "mlp_only_layers has 9, not a layer of 6"},
+      // Layer 0 becomes dense: its expert tensors do not fit, its dense FFN is missing.
+      {"qwen3moe-f32", "decoder_sparse_step", 2, "blk.0.ffn_gate.weight"},
+      {"qwen3moe-f32", "shared_expert_intermediate_size", 64, "shared_expert_intermediate_size"},
+  };
+  expect_refusals(root, cases);
+}
+
+TEST(HfFamilyRefusalTest, gemma3) {
+  REQUIRE_HF_FIXTURES(root);
+  const RefusalCase cases[] = {
+      {"gemma3-f32", "layer_types",
+       nlohmann::json::array({"sliding_attention", "full_attention", "sliding_attention",
+                              "sliding_attention", "sliding_attention", "full_attention",
+                              "sliding_attention"}),
+       "layer_types is not one global layer every 2"},
+      {"gemma3-f32", "layer_types", nlohmann::json::array({"full_attention"}),
+       "layer_types has 1 entries for 7 layers"},
+      {"gemma3-f32", "rope_local_base_freq", -1, "rope_local_base_freq -1 is out of range"},
+      {"gemma3-mm-f32", "text_config", 5, "text_config is 5, not an object"},
+  };
+  expect_refusals(root, cases);
+}
+
+TEST(HfFamilyRefusalTest, deepseek3) {
+  REQUIRE_HF_FIXTURES(root);
+  const RefusalCase cases[] = {
+      {"deepseek3-f32", "n_group", 3, "expert_group_count 3"},
+      {"deepseek3-f32", "topk_group", 5, "topk_group = 5 is out of range"},
+      {"deepseek3-f32", "scoring_func", "tanh", "scoring_func \"tanh\" is not supported"},
+      // Without it, the multi-token-prediction layer's tensors are an unknown layer.
+      {"deepseek3-f32", "num_nextn_predict_layers", 0, "\"model.layers.3."},
+  };
+  expect_refusals(root, cases);
 }
 
 // ---- the CLI with a directory as -m

@@ -324,11 +324,27 @@ TEST(ConfigBoundsTest, LatentAttention) {
                   "deepseek2.leading_dense_block_count = 3 is out of range [0, 2]");
   EXPECT_CONTAINS(arch_error(mla().set("deepseek2.expert_gating_func", V::u32(7))),
                   "expert_gating_func = 7 is not 1 (softmax) or 2 (sigmoid)");
+  // DeepSeek-V3's sigmoid router with grouped top-k: groups must divide the experts.
+  EXPECT_EQ(arch_error(mla()
+                           .set("deepseek2.expert_count", V::u32(8))
+                           .set("deepseek2.expert_used_count", V::u32(2))
+                           .set("deepseek2.expert_gating_func", V::u32(2))
+                           .set("deepseek2.expert_group_count", V::u32(4))
+                           .set("deepseek2.expert_group_used_count", V::u32(2))),
+            "");
   EXPECT_CONTAINS(arch_error(mla()
                                  .set("deepseek2.expert_count", V::u32(8))
                                  .set("deepseek2.expert_used_count", V::u32(2))
-                                 .set("deepseek2.expert_gating_func", V::u32(2))),
-                  "sigmoid router (expert_gating_func 2) is not supported");
+                                 .set("deepseek2.expert_gating_func", V::u32(2))
+                                 .set("deepseek2.expert_group_count", V::u32(3))
+                                 .set("deepseek2.expert_group_used_count", V::u32(1))),
+                  "expert_group_count 3 / expert_group_used_count 1 must be positive");
+  EXPECT_CONTAINS(arch_error(mla()
+                                 .set("deepseek2.expert_count", V::u32(8))
+                                 .set("deepseek2.expert_used_count", V::u32(4))
+                                 .set("deepseek2.expert_group_count", V::u32(4))
+                                 .set("deepseek2.expert_group_used_count", V::u32(1))),
+                  "the 1 used groups must hold expert_used_count 4");
   EXPECT_CONTAINS(arch_error(mla().set("deepseek2.expert_weights_scale", V::f32(-2))),
                   "deepseek2.expert_weights_scale = -2 is out of range");
   EXPECT_CONTAINS(arch_error(mla().set("deepseek2.attention.kv_lora_rank", V::u32(0))),

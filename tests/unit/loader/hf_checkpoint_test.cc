@@ -304,11 +304,22 @@ TEST(HfFamilyConfigTest, Qwen2Moe) {
   EXPECT_TRUE(c->has_qkv_bias);
   EXPECT_NE(error_of(with(kQwen2Moe, "num_experts_per_tok", "9")).find("num_experts_per_tok"),
             std::string::npos);
-  EXPECT_NE(error_of(with(kQwen2Moe, "norm_topk_prob", "true")).find("norm_topk_prob"),
+  // norm_topk_prob, mlp_only_layers and decoder_sparse_step as transformers reads them (convert
+  // refuses what a qwen2moe GGUF cannot state).
+  auto norm = config_of(with(kQwen2Moe, "norm_topk_prob", "true"));
+  ASSERT_TRUE(norm.ok()) << norm.status().to_string();
+  EXPECT_TRUE(norm->moe_norm_weights);
+  auto only = config_of(with(kQwen2Moe, "mlp_only_layers", "[1]"));
+  ASSERT_TRUE(only.ok()) << only.status().to_string();
+  EXPECT_EQ(only->dense_layers, std::vector<int32_t>{1});
+  EXPECT_TRUE(only->layer_has_experts(0));
+  EXPECT_FALSE(only->layer_has_experts(1));
+  auto step = config_of(with(kQwen2Moe, "decoder_sparse_step", "2"));  // layer 1 only: (1+1)%2
+  ASSERT_TRUE(step.ok()) << step.status().to_string();
+  EXPECT_EQ(step->dense_layers, std::vector<int32_t>{0});
+  EXPECT_NE(error_of(with(kQwen2Moe, "mlp_only_layers", "[2]")).find("mlp_only_layers has 2"),
             std::string::npos);
-  EXPECT_NE(error_of(with(kQwen2Moe, "mlp_only_layers", "[1]")).find("mlp_only_layers"),
-            std::string::npos);
-  EXPECT_NE(error_of(with(kQwen2Moe, "decoder_sparse_step", "2")).find("decoder_sparse_step"),
+  EXPECT_NE(error_of(with(kQwen2Moe, "decoder_sparse_step", "3")).find("decoder_sparse_step"),
             std::string::npos);
   std::string no_shared = kQwen2Moe;
   no_shared.erase(no_shared.find(", \"shared_expert_intermediate_size\": 512"), 39);
@@ -353,6 +364,67 @@ TEST(HfFamilyConfigTest, DeepseekV2) {
   EXPECT_NE(error_of(with(kDeepseek, "qk_rope_head_dim", "null")).find("qk_rope_head_dim"),
             std::string::npos);
   EXPECT_NE(error_of(with(kDeepseek, "routed_scaling_factor", "-2")).find("routed_scaling_factor"),
+            std::string::npos);
+}
+
+// DeepSeek-V3 (DeepseekV3Config): sigmoid routing with grouped top-k, weights renormalised by
+// default and always scaled.
+TEST(HfFamilyConfigTest, DeepseekV3) {
+  std::string v3 = kDeepseek;
+  v3.replace(v3.find("DeepseekV2ForCausalLM"), 21, "DeepseekV3ForCausalLM");
+  v3 = with(v3.c_str(), "topk_method", "\"noaux_tc\"");
+  const std::string defaults = v3;
+  v3 = with(with(v3.c_str(), "n_group", "4").c_str(), "topk_group", "2");
+  auto c = config_of(v3);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "deepseek2");
+  EXPECT_EQ(c->expert_gating, 2);
+  EXPECT_TRUE(c->moe_norm_weights);
+  EXPECT_FLOAT_EQ(c->moe_weights_scale, 2.0f);  // scaled although renormalised (unlike V2)
+  EXPECT_EQ(c->expert_groups, 4);
+  EXPECT_EQ(c->expert_groups_used, 2);
+  // Without n_group, DeepseekV3Config's default 8 leaves one expert per group: refused.
+  EXPECT_NE(error_of(defaults).find("each group needs 2 experts"), std::string::npos)
+      << error_of(defaults);
+  EXPECT_NE(
+      error_of(with(v3.c_str(), "topk_method", "\"group_limited_greedy\"")).find("topk_group"),
+      std::string::npos);
+  auto soft = config_of(
+      with(with(v3.c_str(), "scoring_func", "\"softmax\"").c_str(), "topk_method", "\"greedy\""));
+  ASSERT_TRUE(soft.ok()) << soft.status().to_string();
+  EXPECT_EQ(soft->expert_gating, 1);
+  EXPECT_EQ(soft->expert_groups, 1);
+}
+
+// Gemma 3 text: the local/global pattern from sliding_window_pattern or layer_types, the local
+// rope base, no soft-caps by default.
+TEST(HfFamilyConfigTest, Gemma3) {
+  constexpr const char* kGemma3 = R"({"architectures": ["Gemma3ForCausalLM"], "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 8, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 1024,
+    "vocab_size": 1000, "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 16,
+    "rope_local_base_freq": 20000.0, "rope_theta": 1000000.0})";
+  auto c = config_of(kGemma3);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->arch, "gemma3");
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_EQ(c->attn_softcap, 0.0f);
+  EXPECT_EQ(c->final_softcap, 0.0f);
+  EXPECT_FLOAT_EQ(c->rope_local_theta, 20000.0f);
+  EXPECT_FLOAT_EQ(c->attn_scale, 1.0f / 16.0f);  // query_pre_attn_scalar's default 256
+  for (int32_t l = 0; l < 8; ++l)
+    EXPECT_EQ(c->layer_window(l), l == 5 ? 0 : 16) << l;
+  auto types = config_of(with(kGemma3, "layer_types",
+                              R"(["sliding_attention", "sliding_attention", "full_attention",
+                                  "sliding_attention", "sliding_attention", "full_attention",
+                                  "sliding_attention", "sliding_attention"])"));
+  ASSERT_TRUE(types.ok()) << types.status().to_string();
+  EXPECT_EQ(types->sliding_pattern, 3);
+  EXPECT_EQ(types->layer_window(2), 0);
+  EXPECT_EQ(types->layer_window(3), 16);
+  EXPECT_NE(error_of(with(kGemma3, "layer_types", R"(["chunked_attention"])")).find("layer_types"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(kGemma3, "sliding_window_pattern", "0")).find("sliding_window_pattern"),
             std::string::npos);
 }
 
