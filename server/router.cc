@@ -520,6 +520,8 @@ HttpResponse Router::tokenize(const std::string& body) const {
     const std::string text = req.dump(-1, ' ', false, json::error_handler_t::replace);
     ServerConfig relaxed = cfg;
     if (auto err = parse_generation_request(text, Endpoint::kChat, engine, relaxed, spec)) {
+      if (err->code == "unknown_field")
+        err->message = "'" + err->param + "' is not a field of /tokenize";
       if (err->param != "max_tokens") return error_response(*err);
     }
     if (!spec.prompts.empty()) tokens = spec.prompts.front().tokens;
