@@ -122,6 +122,8 @@ class Connection {
   bool keep_alive_ = true;
   bool http10_ = false;
   bool head_only_ = false;
+  // The shape of this request's errors: Anthropic's on /v1/messages*, as `pagoda serve` answers.
+  http::ErrorShape error_shape_ = http::ErrorShape::kOpenAI;
 };
 
 asio::awaitable<bool> Connection::write(std::string data) {
@@ -149,7 +151,7 @@ asio::awaitable<bool> Connection::respond_error(const http::ApiError& e) {
   std::vector<std::pair<std::string, std::string>> extra;
   if (e.retry_after_seconds > 0)
     extra.emplace_back("Retry-After", std::to_string(e.retry_after_seconds));
-  co_return co_await respond(e.status, "application/json", e.body(), extra);
+  co_return co_await respond(e.status, "application/json", e.body(error_shape_), extra);
 }
 
 asio::awaitable<void> Connection::fail(const http::ApiError& e, ErrorCause cause) {
@@ -211,6 +213,7 @@ asio::awaitable<void> Connection::run() {
     client_.expires_after(kIdleKeepAlive);
     auto [hec, hn] = co_await bhttp::async_read_header(client_, buffer_, parser, kTuple);
     (void)hn;
+    error_shape_ = http::ErrorShape::kOpenAI;
     if (hec) {
       keep_alive_ = false;
       if (hec == bhttp::error::header_limit) {
@@ -222,6 +225,10 @@ asio::awaitable<void> Connection::run() {
                       ErrorCause::kInvalidRequest);
       }
       break;
+    }
+    {
+      const std::string_view target(parser.get().target().data(), parser.get().target().size());
+      error_shape_ = http::error_shape_for_path(target.substr(0, target.find('?')));
     }
     http10_ = parser.get().version() < 11;
     head_only_ = parser.get().method() == bhttp::verb::head;
@@ -642,7 +649,7 @@ asio::awaitable<RelayEnd> Connection::relay(UpstreamExchange& ex, const std::str
     co_return RelayEnd::kCut;
   }
   std::string tail = events.error_events(
-      path, num_choices,
+      path, num_choices, error_shape_,
       fmt::format("the upstream replica '{}' failed mid-stream; the response is incomplete",
                   backend_name));
   if (co_await write(frame(tail) + "0\r\n\r\n")) co_return RelayEnd::kCut;

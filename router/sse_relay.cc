@@ -61,10 +61,16 @@ std::string SseRelay::flush() {
   return out;
 }
 
-std::string SseRelay::error_events(std::string_view path, int num_choices,
+std::string SseRelay::error_events(std::string_view path, int num_choices, http::ErrorShape shape,
                                    const std::string& message) const {
   using json = nlohmann::json;
   if (saw_done_) return "";
+  if (shape == http::ErrorShape::kAnthropic) {
+    // Anthropic's streams end with a named error event and have no [DONE].
+    http::ApiError e = http::internal(message);
+    e.status = 502;
+    return "event: error\ndata: " + e.body(shape) + "\n\n";
+  }
   std::string out;
   const bool chat = path == "/v1/chat/completions";
   const bool completions = path == "/v1/completions";

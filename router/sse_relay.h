@@ -4,12 +4,15 @@
 // without an event boundary is forwarded as is. When the upstream breaks mid-stream,
 // error_events() ends the stream for the client: a final chunk per choice with finish_reason
 // "error" (its id/model/created copied from the last event relayed), an OpenAI error event the
-// SDKs raise as APIError, then [DONE]. Pure (no I/O); unit-tested.
+// SDKs raise as APIError, then [DONE]; on /v1/messages, Anthropic's `event: error` (the shape of
+// http::ApiError::body, as `pagoda serve` writes it) and no [DONE]. Pure (no I/O); unit-tested.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "http/api_error.h"
 
 namespace pagoda::router {
 
@@ -20,8 +23,8 @@ class SseRelay {
   // The held tail (the upstream finished cleanly).
   std::string flush();
   // The events that end a cut stream for `path` (/v1/chat/completions, /v1/completions, or
-  // another: then only the error event), or "" if [DONE] was already relayed.
-  std::string error_events(std::string_view path, int num_choices,
+  // another: then only the error event, in `shape`), or "" if [DONE] was already relayed.
+  std::string error_events(std::string_view path, int num_choices, http::ErrorShape shape,
                            const std::string& message) const;
 
   bool saw_done() const { return saw_done_; }

@@ -47,6 +47,13 @@ HttpResponse load_lora_adapter(Engine& engine, const std::string& body, int32_t 
     return error_response(*err);
   }
   const Status st = engine.load_lora_adapter(f[0], f[1]);
+  if (st.code() == StatusCode::kResourceExhausted) {
+    // --max-loras reached: the request is refused as it stands (vLLM answers a failed load with a
+    // 400), not a full queue that a retry would get through (from_status's 429).
+    ApiError e = bad_request(st.message(), "lora_name");
+    e.code = "max_loras_reached";
+    return error_response(e);
+  }
   if (!st.ok()) {
     const bool name_error = st.message().find("lora_name") != std::string::npos ||
                             st.message().find("already loaded") != std::string::npos;

@@ -235,14 +235,14 @@ std::optional<ApiError> parse_logit_bias(const Fields& f, const ServerConfig& cf
 }
 
 // Every top-level field a request may carry, in three sets: the fields we implement (per
-// endpoint); the fields of the OpenAI, vLLM and llama.cpp request schemas that we do not
-// implement, or that belong to the other endpoint, refused by name (a 400) whatever their value
-// but null, so a client never gets output that silently ignored what it asked for; and anything
-// else, outside all of those schemas, ignored (and counted: spec.ignored_fields, a metric), as
-// OpenAI ignores extra fields. `user` (an end-user id for the caller's own monitoring) has no
-// effect on generation and is accepted.
-std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint,
-                                           std::vector<std::string>& ignored) {
+// endpoint; docs/design/server.md lists them); the fields of the OpenAI, vLLM and llama.cpp
+// request schemas that we do not implement, or that belong to the other endpoint, refused by name
+// (a 400, code unsupported_field) whatever their value but null, so a client never gets output
+// that silently ignored what it asked for; and anything else, refused by name too (code
+// unknown_field: a typo such as "max_token" must not pass as a default), unless null (null is
+// absent). `user` (an end-user id for the caller's own monitoring) has no effect on generation
+// and is accepted.
+std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) {
   static constexpr std::string_view kCommon[] = {"model",
                                                  "stream",
                                                  "stream_options",
@@ -331,7 +331,12 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint,
       e.code = "unsupported_field";
       return e;
     }
-    ignored.push_back(shown);
+    if (value.is_null()) continue;
+    ApiError e = bad_request(fmt::format("'{}' is not a field of {}", shown,
+                                         chat ? "/v1/chat/completions" : "/v1/completions"),
+                             shown);
+    e.code = "unknown_field";
+    return e;
   }
   return std::nullopt;
 }
@@ -656,7 +661,7 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
   json j;
   PAGODA_TRY(parse_json_object(body, cfg.max_json_depth, j));
   spec = GenerationSpec();
-  PAGODA_TRY(check_known_fields(j, endpoint, spec.ignored_fields));
+  PAGODA_TRY(check_known_fields(j, endpoint));
   Fields f(j);
   spec.endpoint = endpoint;
   PAGODA_TRY(parse_common(j, f, engine, cfg, spec));

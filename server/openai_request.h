@@ -45,8 +45,6 @@ struct GenerationSpec {
   bool skip_special_tokens = true;
   std::string cache_salt;
   std::string lora_name;  // the LoRA adapter "model" named ("" = the base model)
-  // Top-level fields outside the OpenAI, vLLM and llama.cpp schemas: ignored (counted).
-  std::vector<std::string> ignored_fields;
   // Chat: how the output is split (OutputParser): tool calls in this format when the request
   // has tools (and tool_choice is not none), reasoning per the server's --reasoning-parser.
   ToolCallFormat tool_format = ToolCallFormat::kNone;

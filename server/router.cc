@@ -1,7 +1,9 @@
 #include "server/router.h"
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <initializer_list>
 
 #include <boost/asio/ip/address.hpp>
 
@@ -462,6 +464,21 @@ std::optional<ApiError> parse_model_request(const std::string& body, int32_t max
   return std::nullopt;
 }
 
+// A top-level key of `j` outside `known` (and not null) is refused by name, as on the generation
+// endpoints.
+std::optional<ApiError> refuse_unknown_fields(const json& j,
+                                              std::initializer_list<std::string_view> known,
+                                              std::string_view endpoint) {
+  for (const auto& [key, value] : j.items()) {
+    if (value.is_null() || std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string shown = key.substr(0, 64);
+    ApiError e = bad_request(fmt::format("'{}' is not a field of {}", shown, endpoint), shown);
+    e.code = "unknown_field";
+    return e;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 HttpResponse Router::tokenize(const std::string& body) const {
@@ -486,6 +503,10 @@ HttpResponse Router::tokenize(const std::string& body) const {
   std::vector<int32_t> tokens;
   if (auto p = j.find("prompt"); p != j.end() && !p->is_null()) {
     if (!p->is_string()) return error_response(bad_request("'prompt' must be a string", "prompt"));
+    if (auto e = refuse_unknown_fields(
+            j, {"model", "prompt", "add_special_tokens", "return_token_strs"}, "/tokenize")) {
+      return error_response(*e);
+    }
     bool add_special = true;
     if (auto e = flag("add_special_tokens", true, add_special)) return error_response(*e);
     tokens = engine.tokenize(p->get<std::string>(), add_special, /*parse_special=*/true);
@@ -495,9 +516,12 @@ HttpResponse Router::tokenize(const std::string& body) const {
     json req = j;
     req["max_tokens"] = 1;
     req.erase("model");
+    req.erase("return_token_strs");  // the chat validator refuses the rest of what it does not know
     const std::string text = req.dump(-1, ' ', false, json::error_handler_t::replace);
     ServerConfig relaxed = cfg;
     if (auto err = parse_generation_request(text, Endpoint::kChat, engine, relaxed, spec)) {
+      if (err->code == "unknown_field")
+        err->message = "'" + err->param + "' is not a field of /tokenize";
       if (err->param != "max_tokens") return error_response(*err);
     }
     if (!spec.prompts.empty()) tokens = spec.prompts.front().tokens;
@@ -524,6 +548,8 @@ HttpResponse Router::detokenize(const std::string& body) const {
   if (auto err = parse_model_request(body, cfg.max_json_depth, info, j)) {
     return error_response(*err);
   }
+  if (auto e = refuse_unknown_fields(j, {"model", "tokens"}, "/detokenize"))
+    return error_response(*e);
   auto t = j.find("tokens");
   if (t == j.end() || !t->is_array()) {
     return error_response(bad_request("'tokens' must be a list of token ids", "tokens"));
@@ -603,7 +629,6 @@ void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpReq
     session->respond_error(*err);
     return;
   }
-  state_.metrics().count_ignored_fields(spec.ignored_fields.size());
   spec.cache_salt = effective_cache_salt(spec.cache_salt, request.head);
   auto job =
       std::make_shared<GenerationJob>(std::move(spec), engine, state_, session, std::move(encoder));

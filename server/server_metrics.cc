@@ -78,7 +78,6 @@ struct ServerMetrics::Impl {
   Counter* generation_tokens = nullptr;
   Counter* preemptions = nullptr;
   Counter* preemptions_kv_full = nullptr;  // pagoda:preemptions_total{reason="kv_cache_full"}
-  Counter* ignored_fields = nullptr;
   Counter* prefix_queries = nullptr;
   Counter* prefix_hits = nullptr;
   Counter* spec_drafts = nullptr;
@@ -139,9 +138,6 @@ ServerMetrics::ServerMetrics(const std::string& model_name) : impl_(std::make_un
                                .Help("Preemptions, by reason.")
                                .Register(r)
                                .Add(m.with("reason", "kv_cache_full"));
-  m.ignored_fields = counter("pagoda:request_ignored_fields_total",
-                             "Request fields outside the OpenAI, vLLM and llama.cpp schemas, "
-                             "ignored.");
   m.prefix_queries = counter("vllm:prefix_cache_queries_total",
                              "Prefix cache queries, in terms of number of queried tokens.");
   m.prefix_hits = counter("vllm:prefix_cache_hits_total",
@@ -231,10 +227,6 @@ void ServerMetrics::count_http_response(int status) {
     it = m.http.emplace(status, &m.http_family->Add(m.with("code", std::to_string(status)))).first;
   }
   it->second->Increment();
-}
-
-void ServerMetrics::count_ignored_fields(size_t n) {
-  if (n > 0) impl_->ignored_fields->Increment(static_cast<double>(n));
 }
 
 void ServerMetrics::connection_opened() {

@@ -1,7 +1,7 @@
 // ServerMetrics: the Prometheus registry behind GET /metrics. vLLM's names, labels (model_name,
 // engine) and histogram buckets (vllm/v1/metrics/loggers.py) for what vLLM reports, pagoda:
 // names for what it lacks (rejections by reason, aborts by cause, HTTP requests by status, open
-// connections, ignored request fields, preemptions by reason). Engine-wide numbers are pulled from
+// connections, preemptions by reason). Engine-wide numbers are pulled from
 // EngineStats at scrape time (counters advance by the delta since the previous scrape); per-request
 // histograms are observed by the server as requests finish. Thread-safe.
 #pragma once
@@ -54,8 +54,6 @@ class ServerMetrics {
   void count_rejection(Rejection reason);
   void count_abort(AbortCause cause);
   void count_http_response(int status);
-  // Request fields outside every known schema, ignored (pagoda:request_ignored_fields_total).
-  void count_ignored_fields(size_t n);
   void connection_opened();
   void connection_closed();
 

@@ -9,8 +9,9 @@ Result<uint32_t> LoraRegistry::add(std::shared_ptr<const model::LoraAdapter> ada
     return invalid_argument("LoRA adapter \"{}\" is already loaded", adapter->name);
   }
   if (static_cast<int64_t>(by_name_.size()) >= max_loras_) {
-    return resource_exhausted("{} LoRA adapters are loaded, the most --max-loras allows",
-                              by_name_.size());
+    return resource_exhausted(
+        "{} LoRA adapters are loaded, the most --max-loras ({}) allows; unload one first",
+        by_name_.size(), max_loras_);
   }
   const uint32_t id = next_id_++;
   by_id_[id] = adapter;

@@ -796,17 +796,25 @@ TEST(HttpServer, NoChatTemplateIs400) {
   EXPECT_EQ(s.post("/v1/completions", json{{"prompt", "ab"}, {"max_tokens", 2}}).status, 200);
 }
 
-// Item 8: preemptions are counted by reason; item 7: ignored fields are counted.
-TEST(HttpServer, PreemptionsByReasonAndIgnoredFieldsAreCounted) {
+// Item 8: preemptions are counted by reason; item 7 and issue 39: fields we do not implement and
+// unknown fields are refused by name, on both endpoints (nothing is ignored, so nothing is counted
+// as ignored any more).
+TEST(HttpServer, PreemptionsByReasonAndUnknownFieldsAreRefused) {
   FakeEngineOptions eo;
   eo.num_preemptions = 3;
   Server s({}, eo);
   EXPECT_EQ(s.metric("pagoda:preemptions_total", "reason=\"kv_cache_full\""), 3);
   json b = chat_body(2);
   b["x_trace_id"] = "abc";
-  b["another_extension"] = 1;
-  EXPECT_EQ(s.post("/v1/chat/completions", b).status, 200);
-  EXPECT_EQ(s.metric("pagoda:request_ignored_fields_total"), 2);
+  RawResponse u = s.post("/v1/chat/completions", b);
+  EXPECT_EQ(u.status, 400) << u.body;
+  EXPECT_EQ(json::parse(u.body)["error"]["param"], "x_trace_id");
+  EXPECT_EQ(json::parse(u.body)["error"]["code"], "unknown_field");
+  u = s.post("/v1/completions",
+             json{{"prompt", "ab"}, {"max_tokens", 2}, {"another_extension", 1}});
+  EXPECT_EQ(u.status, 400) << u.body;
+  EXPECT_EQ(json::parse(u.body)["error"]["param"], "another_extension");
+  EXPECT_EQ(s.get("/metrics").body.find("pagoda:request_ignored_fields_total"), std::string::npos);
   b = chat_body(2);
   b["functions"] = json::array({json{{"name", "f"}}});
   RawResponse r = s.post("/v1/chat/completions", b);
@@ -815,6 +823,45 @@ TEST(HttpServer, PreemptionsByReasonAndIgnoredFieldsAreCounted) {
   r = s.post("/v1/completions", json{{"prompt", "ab"}, {"tools", json::array()}});
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(json::parse(r.body)["error"]["param"], "tools");
+}
+
+// Issue 39: every POST endpoint that takes a request body refuses an unknown top-level field with a
+// 400 naming it, in its own API's error shape; the same body without the field is accepted.
+TEST(HttpServer, EveryEndpointRefusesAnUnknownFieldByName) {
+  ServerConfig cfg;
+  cfg.pooling = PoolingType::kLast;
+  Server s(cfg);
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"/v1/chat/completions", chat_body(2)},
+      {"/v1/completions", json{{"prompt", "ab"}, {"max_tokens", 2}}},
+      {"/v1/embeddings", json{{"input", "ab"}}},
+      {"/v1/responses", json{{"model", "fake-model"}, {"input", "ab"}, {"max_output_tokens", 2}}},
+      {"/v1/messages", json{{"model", "fake-model"}, {"messages", messages}, {"max_tokens", 2}}},
+      {"/v1/messages/count_tokens", json{{"model", "fake-model"}, {"messages", messages}}},
+      {"/tokenize", json{{"prompt", "ab"}, {"return_token_strs", true}}},
+      {"/tokenize", json{{"messages", messages}, {"return_token_strs", true}}},
+      {"/detokenize", json{{"tokens", json::array({5, 6})}}}};
+  for (const auto& [path, body] : cases) {
+    // The fake engine computes no embeddings: that body passes validation and fails later (500).
+    RawResponse ok = s.post(path, body);
+    EXPECT_EQ(ok.status, path == "/v1/embeddings" ? 500 : 200) << path << ": " << ok.body;
+    json b = body;
+    b["x_not_a_field"] = 1;
+    RawResponse r = s.post(path, b);
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+    const json j = json::parse(r.body, nullptr, false);
+    if (path.starts_with("/v1/messages")) {
+      EXPECT_EQ(j["type"], "error") << r.body;
+      EXPECT_NE(j["error"]["message"].get<std::string>().find("x_not_a_field"), std::string::npos)
+          << path << ": " << r.body;
+    } else {
+      EXPECT_EQ(j["error"]["param"], "x_not_a_field") << path << ": " << r.body;
+      if (path.starts_with("/tokenize") || path.starts_with("/detokenize")) {
+        EXPECT_NE(j["error"]["message"].get<std::string>().find(path), std::string::npos) << r.body;
+      }
+    }
+  }
 }
 
 // Speculative decoding counters, with vLLM's names.

@@ -152,6 +152,16 @@ TEST(LoraServer, ModelsGenerationLoadAndUnload) {
   EXPECT_EQ(json::parse(s.get("/v1/models").body)["data"].size(), 4u);
   const std::string wolf = s.complete("wolf", &status);
   EXPECT_EQ(status, 200) << wolf;
+  // A fourth adapter over --max-loras 3: a 400 naming max_loras (as vLLM answers a failed load
+  // with a 400), not a 429 "queue full" that invites retries that cannot succeed.
+  r = s.post("/v1/load_lora_adapter",
+             json{{"lora_name", "bear"}, {"lora_path", (dir / "multi-1").string()}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(error_of(r)["param"], "lora_name");
+  EXPECT_EQ(error_of(r)["code"], "max_loras_reached");
+  EXPECT_NE(error_of(r)["message"].get<std::string>().find("--max-loras (3)"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(json::parse(s.get("/v1/models").body)["data"].size(), 4u);
   r = s.post("/v1/unload_lora_adapter", json{{"lora_name", "wolf"}});
   ASSERT_EQ(r.status, 200) << r.body;
   s.complete("wolf", &status);

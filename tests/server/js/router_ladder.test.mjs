@@ -406,3 +406,111 @@ ladder:
     await new Promise((r) => r3.proc.on('exit', r));
   }
 });
+
+// The router's own errors on /v1/messages are Anthropic-shaped ({"type": "error", "error": {type,
+// message}}), as `pagoda serve` answers there; the same refusals on /v1/chat/completions stay
+// OpenAI-shaped. Covered: 400 (body), 404 (model), 405, 502 (every attempt failed), 503 (no
+// healthy replica), 429 (token bucket) and 503 (circuit breaker, no preset reply).
+test('the router answers /v1/messages with Anthropic-shaped errors', { skip }, async () => {
+  const url = `http://127.0.0.1:${stub.address().port}`;
+  // A port nothing listens on: bind one, close it.
+  const dead = await new Promise((r) => {
+    const s = http.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = s.address().port;
+      s.close(() => r(port));
+    });
+  });
+  const r4 = await startRouter(`listen: {host: 127.0.0.1, port: 0}
+backends:
+  - {name: stub, url: "${url}", models: [demo]}
+  - {name: dead, url: "http://127.0.0.1:${dead}", models: [lonely]}
+health: {interval_ms: 60000, timeout_ms: 200, failures_to_eject: 2, max_backoff_ms: 60000}
+limits: {max_attempts: 1, connect_timeout_ms: 500}
+ladder:
+  eval_interval_ms: 10
+  cooldown_ms: 60000
+  levels: [{queue_length: 1}, {queue_length: 2}, {queue_length: 3}, {queue_length: 4}, {queue_length: 5}]
+  rate_limits:
+    keys: {sk-limited: {requests_per_minute: 1}}
+  circuit: {retry_after_s: 9}
+`);
+  const pending = [];
+  try {
+    await waitHealthy(r4.url, 10000);
+    const send = (path, body, { key = 'sk-a', method = 'POST' } = {}) => fetch(`${r4.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: method === 'POST' ? (typeof body === 'string' ? body : JSON.stringify(body)) : undefined,
+    });
+    const message = (model, content = 'x') => ({ model, max_tokens: 4, messages: [{ role: 'user', content }] });
+    const anthropic = async (r, status, type) => {
+      assert.equal(r.status, status);
+      const j = await r.json();
+      assert.deepEqual(Object.keys(j).sort(), ['error', 'type']);
+      assert.equal(j.type, 'error');
+      assert.equal(j.error.type, type);
+      assert.equal(typeof j.error.message, 'string');
+      return j;
+    };
+    await anthropic(await send('/v1/messages', 'not json'), 400, 'invalid_request_error');
+    await anthropic(await send('/v1/messages', message('no-such-model')), 404, 'not_found_error');
+    await anthropic(await send('/v1/messages', null, { method: 'GET' }), 405, 'invalid_request_error');
+    await anthropic(await send('/v1/messages/count_tokens', message('no-such-model')), 404, 'not_found_error');
+    // The dead replica: failures_to_eject is 2 and the startup probe is one failure (the next
+    // probe is a minute away), so the first request fails its one attempt (502) and the replica
+    // is ejected by it or by the probe, whichever comes second; then no healthy replica serves
+    // the model (503).
+    await anthropic(await send('/v1/messages', message('lonely')), 502, 'api_error');
+    const deadline = Date.now() + 3000;
+    for (;;) {
+      const r = await send('/v1/messages', message('lonely'));
+      if (r.status === 503) {
+        assert.ok(Number(r.headers.get('retry-after')) >= 1);
+        await anthropic(r, 503, 'overloaded_error');
+        break;
+      }
+      await r.text();
+      assert.ok(Date.now() < deadline, `still ${r.status}`);
+    }
+    // The OpenAI route keeps OpenAI's shape for the same refusal.
+    const openai = await send('/v1/chat/completions', { model: 'no-such-model', messages: [] });
+    assert.equal(openai.status, 404);
+    assert.equal((await openai.json()).error.param, 'model');
+    // Level 1: the token bucket of sk-limited (1 request per minute).
+    const hold = (n) => {
+      const before = held.length;
+      for (let i = 0; i < n; ++i) pending.push(send('/v1/chat/completions', { model: 'demo', messages: [{ role: 'user', content: 'hold' }] }));
+      return (async () => {
+        while (held.length < before + n) await sleep(10);
+      })();
+    };
+    const waitR4Level = async (want) => {
+      const until = Date.now() + 3000;
+      while (metric(await metrics(r4.url), 'pagoda_router_degradation_level') !== want) {
+        assert.ok(Date.now() < until, `level ${want} not reached`);
+        await sleep(10);
+      }
+    };
+    await hold(1);
+    await waitR4Level(1);
+    const first = await send('/v1/messages', message('demo'), { key: 'sk-limited' });
+    assert.equal(first.status, 200);
+    await first.text();
+    const limited = await send('/v1/messages', message('demo'), { key: 'sk-limited' });
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    await anthropic(limited, 429, 'rate_limit_error');
+    // Level 5: the circuit breaker without a preset reply.
+    await hold(4);
+    await waitR4Level(5);
+    const open = await send('/v1/messages', message('demo'));
+    assert.equal(open.headers.get('retry-after'), '9');
+    const j = await anthropic(open, 503, 'overloaded_error');
+    assert.match(j.error.message, /level 5/);
+  } finally {
+    for (const answer of held.splice(0)) answer();
+    await Promise.all(pending.map((p) => p.then((r) => r.text()).catch(() => {})));
+    r4.proc.kill('SIGTERM');
+    await new Promise((r) => r4.proc.on('exit', r));
+  }
+});

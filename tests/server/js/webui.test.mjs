@@ -185,6 +185,23 @@ test('Stop aborts the stream and the server frees the request', { skip }, async 
   assert.deepEqual(consoleErrors, []);
 });
 
+test('an unknown field in the extra-fields box shows the server\'s 400 naming it', { skip }, async () => {
+  await setField(page, '#max-tokens', '8');
+  await setField(page, '#extra', '{"not_a_field": 1}');
+  const before = await page.evaluate(() => window.pagoda.chat.numStreamed);
+  await page.type('#prompt', 'Hello');
+  await page.click('#send');
+  await page.waitForFunction((n) => window.pagoda.chat.numStreamed > n, { timeout: 30000 }, before);
+  const reply = await lastReply(page);
+  assert.match(reply.note, /^Error: 400: .*not_a_field/);
+  assert.equal(reply.text, '');
+  await setField(page, '#extra', '');
+  // Chromium logs the failed fetch itself ("status of 400"); nothing else may be logged.
+  const others = consoleErrors.filter((e) => !/status of 400/.test(e));
+  assert.deepEqual(others, []);
+  consoleErrors.length = 0;
+});
+
 test('the dashboard plots follow a load', { skip }, async () => {
   await page.click('#tab-dashboard');
   const shown = (id) => page.$eval(id, (v) => getComputedStyle(v).display !== 'none');

@@ -47,7 +47,7 @@ TEST(SseRelay, ForwardsCompleteEventsAndHoldsTheTail) {
 TEST(SseRelay, CutChatStreamEndsWithErrorChunkErrorEventAndDone) {
   SseRelay r;
   std::string forwarded = r.push(kEvent1 + "data: {\"id\":\"chatcmpl-1\",\"obj");  // cut mid-event
-  forwarded += r.error_events("/v1/chat/completions", 2, "replica died");
+  forwarded += r.error_events("/v1/chat/completions", 2, http::ErrorShape::kOpenAI, "replica died");
   std::vector<std::string> data = data_of(forwarded);
   ASSERT_EQ(data.size(), 4u);
   json chunk = json::parse(data[1]);
@@ -70,23 +70,41 @@ TEST(SseRelay, CutChatStreamEndsWithErrorChunkErrorEventAndDone) {
 
 TEST(SseRelay, CompletionsAndOtherEndpoints) {
   SseRelay r;
-  std::vector<std::string> data = data_of(r.error_events("/v1/completions", 1, "x"));
+  std::vector<std::string> data =
+      data_of(r.error_events("/v1/completions", 1, http::ErrorShape::kOpenAI, "x"));
   ASSERT_EQ(data.size(), 3u);
   json chunk = json::parse(data[0]);
   EXPECT_EQ(chunk["object"], "text_completion");
   EXPECT_EQ(chunk["choices"][0]["text"], "");
   EXPECT_EQ(chunk["choices"][0]["finish_reason"], "error");
   // Another API: only the error event and [DONE].
-  data = data_of(r.error_events("/v1/responses", 1, "x"));
+  data = data_of(r.error_events("/v1/responses", 1, http::ErrorShape::kOpenAI, "x"));
   ASSERT_EQ(data.size(), 2u);
   EXPECT_TRUE(json::parse(data[0]).contains("error"));
+}
+
+// On /v1/messages the cut stream ends as `pagoda serve` ends its own Anthropic streams: a named
+// error event with Anthropic's error object, no OpenAI chunk and no [DONE] (Anthropic's SDKs
+// raise on `event: error`).
+TEST(SseRelay, CutAnthropicStreamEndsWithAnthropicErrorEvent) {
+  SseRelay r;
+  const std::string start = "event: message_start\ndata: {\"type\":\"message_start\"}\n\n";
+  EXPECT_EQ(r.push(start + "event: content_block_delta\nda"), start);  // cut mid-event
+  const std::string tail =
+      r.error_events("/v1/messages", 1, http::ErrorShape::kAnthropic, "replica died");
+  ASSERT_TRUE(tail.starts_with("event: error\ndata: ")) << tail;
+  ASSERT_TRUE(tail.ends_with("\n\n")) << tail;
+  EXPECT_EQ(tail.find("[DONE]"), std::string::npos);
+  const json j = json::parse(tail.substr(std::string("event: error\ndata: ").size()));
+  EXPECT_EQ(j, (json{{"type", "error"},
+                     {"error", {{"type", "api_error"}, {"message", "replica died"}}}}));
 }
 
 TEST(SseRelay, NothingToAddAfterDone) {
   SseRelay r;
   r.push(kEvent1 + "data: [DONE]\n\n");
   EXPECT_TRUE(r.saw_done());
-  EXPECT_EQ(r.error_events("/v1/chat/completions", 1, "x"), "");
+  EXPECT_EQ(r.error_events("/v1/chat/completions", 1, http::ErrorShape::kOpenAI, "x"), "");
 }
 
 TEST(SseRelay, HugeEventWithoutBoundaryIsNotHeldForever) {

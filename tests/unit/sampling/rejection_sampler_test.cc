@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -99,6 +100,32 @@ DraftHooks mask_hooks(std::vector<int32_t>& context) {
   return hooks;
 }
 
+// The target's logits rows that verify `drafts` after `prompt`: one per draft plus the bonus row.
+std::vector<float> verification_rows(const std::vector<int32_t>& prompt,
+                                     const std::vector<int32_t>& drafts) {
+  std::vector<float> rows;
+  std::vector<int32_t> context = prompt;
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    const std::vector<float> row = model_logits(context);
+    rows.insert(rows.end(), row.begin(), row.end());
+    if (i < drafts.size()) context.push_back(drafts[i]);
+  }
+  return rows;
+}
+
+// Continues `context` (the prompt plus what verification emitted) one masked token at a time
+// until two tokens follow the prompt; returns those two.
+std::pair<int32_t, int32_t> first_two_tokens(Sampler& sampler, size_t prompt_size,
+                                             std::vector<int32_t>& context) {
+  while (context.size() < prompt_size + 2) {
+    std::vector<float> row = model_logits(context);
+    for (int32_t t = 0; t < kVocab; ++t)
+      if (!allowed(context, t)) row[t] = kMasked;
+    context.push_back(sampler.sample(row).token);
+  }
+  return {context[prompt_size], context[prompt_size + 1]};
+}
+
 // The first two tokens of one seeded run that verifies `drafts` (continued one token at a time
 // when fewer than two were emitted).
 std::pair<int32_t, int32_t> run_once(const SamplingParams& params,
@@ -106,23 +133,11 @@ std::pair<int32_t, int32_t> run_once(const SamplingParams& params,
                                      const std::vector<int32_t>& drafts, int64_t& accepted) {
   Sampler sampler(params, kVocab, prompt);
   std::vector<int32_t> context = prompt;
-  std::vector<float> rows;
-  std::vector<int32_t> draft_context = prompt;
-  for (size_t i = 0; i <= drafts.size(); ++i) {
-    const std::vector<float> row = model_logits(draft_context);
-    rows.insert(rows.end(), row.begin(), row.end());
-    if (i < drafts.size()) draft_context.push_back(drafts[i]);
-  }
+  std::vector<float> rows = verification_rows(prompt, drafts);
   std::vector<TokenLogprobs> out;
   EXPECT_TRUE(verify_drafts(sampler, rows, kVocab, drafts, mask_hooks(context), out).ok());
   accepted += static_cast<int64_t>(out.size()) - 1;
-  while (context.size() < prompt.size() + 2) {
-    std::vector<float> row = model_logits(context);
-    for (int32_t t = 0; t < kVocab; ++t)
-      if (!allowed(context, t)) row[t] = kMasked;
-    context.push_back(sampler.sample(row).token);
-  }
-  return {context[prompt.size()], context[prompt.size() + 1]};
+  return first_two_tokens(sampler, prompt.size(), context);
 }
 
 // Upper 0.1% point of chi-square with `df` degrees of freedom (Wilson-Hilferty).
@@ -132,15 +147,26 @@ double chi2_critical(int df) {
   return df * std::pow(1 - a + z * std::sqrt(a), 3);
 }
 
-void expect_target_distribution(const SamplingParams& base, const std::vector<int32_t>& drafts) {
-  const std::vector<int32_t> prompt = {3, 1};
-  const int64_t kRuns = 40000;
+constexpr int64_t kRuns = 40000;
+const std::vector<int32_t> kPrompt = {3, 1};
+
+// One seeded run (run i of kRuns, params seeded for it): the first two tokens after kPrompt; adds
+// the drafts it accepted to `accepted`.
+using SeededRun = std::function<std::pair<int32_t, int32_t>(const SamplingParams& params, int64_t i,
+                                                            int64_t& accepted)>;
+
+// The first two tokens of kRuns seeded runs follow the target's joint distribution (chi-square
+// at the 0.1% level), and the drafts were put to the test: some accepted, fewer than all
+// `num_drafts` of every run.
+void expect_two_token_target_distribution(const SamplingParams& base, size_t num_drafts,
+                                          const SeededRun& run) {
+  const std::vector<int32_t>& prompt = kPrompt;
   std::map<std::pair<int32_t, int32_t>, int64_t> counts;
   int64_t accepted = 0;
   for (int64_t i = 0; i < kRuns; ++i) {
     SamplingParams p = base;
     p.seed = static_cast<uint64_t>(i) * 7919 + 17;
-    ++counts[run_once(p, prompt, drafts, accepted)];
+    ++counts[run(p, i, accepted)];
   }
   double chi2 = 0;
   int cells = 0;
@@ -162,9 +188,15 @@ void expect_target_distribution(const SamplingParams& base, const std::vector<in
   }
   ASSERT_GT(cells, 4);
   EXPECT_LT(chi2, chi2_critical(cells - 1)) << "cells " << cells;
-  // The drafts were put to the test: some accepted, not all.
   EXPECT_GT(accepted, 0);
-  EXPECT_LT(accepted, kRuns * static_cast<int64_t>(drafts.size()));
+  EXPECT_LT(accepted, kRuns * static_cast<int64_t>(num_drafts));
+}
+
+void expect_target_distribution(const SamplingParams& base, const std::vector<int32_t>& drafts) {
+  expect_two_token_target_distribution(base, drafts.size(),
+                                       [&](const SamplingParams& p, int64_t, int64_t& accepted) {
+                                         return run_once(p, kPrompt, drafts, accepted);
+                                       });
 }
 
 TEST(RejectionSampler, TopPMaskAndPenaltyKeepTheTargetDistribution) {
@@ -225,59 +257,21 @@ std::pair<int32_t, int32_t> run_full_q_once(const SamplingParams& params,
     drafts.push_back(d);
     dctx.push_back(d);
   }
-  std::vector<float> rows;
-  std::vector<int32_t> vctx = prompt;
-  for (size_t i = 0; i <= drafts.size(); ++i) {
-    const std::vector<float> row = model_logits(vctx);
-    rows.insert(rows.end(), row.begin(), row.end());
-    if (i < drafts.size()) vctx.push_back(drafts[i]);
-  }
   std::vector<int32_t> context = prompt;
+  std::vector<float> rows = verification_rows(prompt, drafts);
   std::vector<TokenLogprobs> out;
   EXPECT_TRUE(verify_drafts(sampler, rows, kVocab, drafts, mask_hooks(context), out, q).ok());
   accepted += static_cast<int64_t>(out.size()) - 1;
-  while (context.size() < prompt.size() + 2) {
-    std::vector<float> row = model_logits(context);
-    for (int32_t t = 0; t < kVocab; ++t)
-      if (!allowed(context, t)) row[t] = kMasked;
-    context.push_back(sampler.sample(row).token);
-  }
-  return {context[prompt.size()], context[prompt.size() + 1]};
+  return first_two_tokens(sampler, prompt.size(), context);
 }
 
 void expect_full_q_target_distribution(const SamplingParams& base, int num_drafts) {
-  const std::vector<int32_t> prompt = {3, 1};
-  const int64_t kRuns = 40000;
-  std::map<std::pair<int32_t, int32_t>, int64_t> counts;
-  int64_t accepted = 0;
-  for (int64_t i = 0; i < kRuns; ++i) {
-    SamplingParams p = base;
-    p.seed = static_cast<uint64_t>(i) * 7919 + 17;
-    ++counts[run_full_q_once(p, prompt, num_drafts, static_cast<uint64_t>(i) * 104729 + 3,
-                             accepted)];
-  }
-  double chi2 = 0;
-  int cells = 0;
-  const std::vector<double> p1 = target(prompt, {}, base);
-  for (int32_t a = 0; a < kVocab; ++a) {
-    std::vector<int32_t> ctx = prompt;
-    ctx.push_back(a);
-    const std::vector<double> p2 = target(ctx, {a}, base);
-    for (int32_t b = 0; b < kVocab; ++b) {
-      const double expected = p1[a] * p2[b] * kRuns;
-      const int64_t seen = counts[{a, b}];
-      if (expected == 0) {
-        EXPECT_EQ(seen, 0) << "tokens (" << a << ", " << b << ") are outside the target's support";
-        continue;
-      }
-      chi2 += (seen - expected) * (seen - expected) / expected;
-      ++cells;
-    }
-  }
-  ASSERT_GT(cells, 4);
-  EXPECT_LT(chi2, chi2_critical(cells - 1)) << "cells " << cells;
-  EXPECT_GT(accepted, 0);
-  EXPECT_LT(accepted, kRuns * num_drafts);
+  expect_two_token_target_distribution(base, static_cast<size_t>(num_drafts),
+                                       [&](const SamplingParams& p, int64_t i, int64_t& accepted) {
+                                         return run_full_q_once(
+                                             p, kPrompt, num_drafts,
+                                             static_cast<uint64_t>(i) * 104729 + 3, accepted);
+                                       });
 }
 
 TEST(RejectionSampler, FullDraftDistributionKeepsTheTargetDistribution) {
