@@ -104,7 +104,8 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
   const int64_t scratch_end = storage_.num_blocks();
   const auto wants_drafts = [this](const ProposalRequest& r) {
     return r.sampled && !r.constrained && r.sampler != nullptr && !r.tokens.empty() &&
-           std::min(r.entry->num_proposal_tokens, config_.num_speculative_tokens) > 0;
+           std::min({r.entry->num_proposal_tokens, config_.num_speculative_tokens, r.max_drafts}) >
+               0;
   };
   bool any = false;
   for (const ProposalRequest& r : requests) {
@@ -126,7 +127,9 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
     const int64_t real_limit =
         std::min(static_cast<int64_t>(e.block_table.size()) * bs, round_up(target_end, bs));
     int32_t want =
-        wants_drafts(r) ? std::min(e.num_proposal_tokens, config_.num_speculative_tokens) : 0;
+        wants_drafts(r)
+            ? std::min({e.num_proposal_tokens, config_.num_speculative_tokens, r.max_drafts})
+            : 0;
     // A long lag (a prompt, or decodes while speculation was off) is caught up in pieces.
     const int64_t lag = known - std::min(computed, known);
     if (lag > kMaxCatchUp) want = 0;

@@ -1,6 +1,7 @@
 #include "runner/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -11,12 +12,22 @@
 
 namespace pagoda::runner {
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                                                          const RunnerConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(KvStorage storage,
                           KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
                                             config.block_size, config.kv_dtype));
   std::unique_ptr<ModelRunner> runner(new ModelRunner(model, std::move(storage), config));
+  runner->pace_drafts_ = config.pace_drafts;
+  runner->pacing_ = config.pacing;
   if (config.ngram && config.draft_model != nullptr) {
     return invalid_argument("speculative decoding: ngram and a draft model are exclusive");
   }
@@ -121,7 +132,8 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
       0,
       {},
       {},
-      0};
+      0,
+      DraftPacer(pacing_)};
   if (entry.sampling->seed) {
     state.draft_seed = sampling::Sampler::derive_seed(*entry.sampling->seed ^ 0xd4af7d4af7ull,
                                                       entry.sample_index + 1);
@@ -135,6 +147,15 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
 Status ModelRunner::propose(const step::StepPlan& plan) {
   std::vector<ProposalRequest> requests;
   requests.reserve(plan.requests.size());
+  // The cost rule's view of the next step: this one's tokens without drafts.
+  std::optional<SpeculationCosts> costs;
+  int32_t max_drafts = 0;  // the most any request may draft (its proposal's passes)
+  if (pace_drafts_) {
+    int64_t plain_tokens = 0;
+    for (const step::ScheduledRequest& entry : plan.requests)
+      plain_tokens += static_cast<int64_t>(entry.token_ids.size()) - entry.num_draft_tokens;
+    costs = cost_meter_.costs(plain_tokens);
+  }
   for (const step::ScheduledRequest& entry : plan.requests) {
     auto it = states_.find(entry.id);
     if (it == states_.end()) continue;
@@ -157,9 +178,25 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
         state.draft_seed, static_cast<int32_t>(state.tokens.size() & 0x3fffffff));
     r.draft_tokens = &state.draft_tokens;
     r.draft_probs = &state.draft_probs;
+    // A seeded sampled request is not paced: its tokens depend on which drafts it verified (the
+    // draft is visited first), and they must not depend on timings (nor on the batch).
+    const bool reproducible = entry.sampling->seed && !entry.sampling->is_greedy();
+    if (pace_drafts_ && r.sampled && !reproducible) {
+      r.max_drafts = state.pacer.next_num_drafts(entry.num_proposal_tokens, costs);
+      max_drafts = std::max(max_drafts, std::min(r.max_drafts, entry.num_proposal_tokens));
+    }
     requests.push_back(r);
   }
-  return proposer_->propose(plan, requests);
+  const auto start = std::chrono::steady_clock::now();
+  PAGODA_RETURN_IF_ERROR(proposer_->propose(plan, requests));
+  if (pace_drafts_) cost_meter_.record_proposal(max_drafts, seconds_since(start));
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  for (const ProposalRequest& r : requests) {
+    const auto cap = static_cast<size_t>(std::max(r.max_drafts, 0));
+    if (r.draft_tokens->size() > cap) r.draft_tokens->resize(cap);
+    if (r.draft_probs->size() > cap * vocab) r.draft_probs->resize(cap * vocab);
+  }
+  return Status();
 }
 
 sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
@@ -296,7 +333,11 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     if (entry.is_new) states_.insert_or_assign(entry.id, make_state(entry));
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  const auto forward_start = std::chrono::steady_clock::now();
   PAGODA_RETURN_IF_ERROR(forward_step());
+  if (pace_drafts_) {
+    cost_meter_.record_step(static_cast<int64_t>(tokens_.size()), seconds_since(forward_start));
+  }
 
   // Sampling: first (serially) the state of each sampling request (new ones build their sampler
   // and constraint), then the masks and draws of all requests in parallel on the kernels'
@@ -488,6 +529,8 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
     std::vector<TokenLogprobs> emitted;
     PAGODA_RETURN_IF_ERROR(
         sampling::verify_drafts(state.sampler, masked, vocab, drafts, hooks, emitted, q));
+    state.pacer.record_verification(static_cast<int32_t>(drafts.size()),
+                                    static_cast<int32_t>(emitted.size()) - 1);
     for (TokenLogprobs& r : emitted) {
       sampled.token_ids.push_back(r.token);
       if (want_logprobs) sampled.logprobs.push_back(std::move(r));

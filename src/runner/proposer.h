@@ -29,6 +29,9 @@ struct ProposalRequest {
   // (same processors, penalties over its own drafts too) with the RNG reseeded to draft_seed.
   const sampling::Sampler* sampler = nullptr;
   uint64_t draft_seed = 0;
+  // The most drafts the runner's cost rule (DraftPacer) lets the request propose; 0: none (its
+  // drafting does not pay). The runner also truncates the outputs to it.
+  int32_t max_drafts = INT32_MAX;
   // Outputs (cleared by the runner): the drafts, and empty or [drafts][vocab] their q.
   std::vector<int32_t>* draft_tokens = nullptr;
   std::vector<float>* draft_probs = nullptr;
