@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kernels/isa.h"
+#include "runner/constraint_mask.h"
 #include "runner/draft_model_proposer.h"
 #include "sampling/rejection_sampler.h"
 
@@ -86,37 +87,6 @@ Result<std::unique_ptr<structured::Constraint>> ModelRunner::make_constraint(
   return constraint;
 }
 
-void ModelRunner::apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
-                             std::span<float> logits) {
-  const structured::TokenTable& table = *constraint.grammar().tokens();
-  mask.resize(table.num_mask_words());
-  if (!constraint.fill_mask(mask)) return;
-  bool any = false;
-  for (uint64_t w : mask)
-    any = any || w != 0;
-  if (!any) {
-    // Nothing can continue the text (a vocabulary without the bytes the grammar needs): end.
-    for (int32_t t : table.eog_tokens())
-      mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
-  }
-  // A word at a time: masks are mostly all-zero words (a few allowed tokens) or all-one words.
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  const size_t n = logits.size();
-  for (size_t w = 0; w * 64 < n; ++w) {
-    const uint64_t bits = w < mask.size() ? mask[w] : 0;
-    if (bits == ~uint64_t{0}) continue;
-    const size_t begin = w * 64, end = std::min(n, begin + 64);
-    if (bits == 0) {
-      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin),
-                logits.begin() + static_cast<std::ptrdiff_t>(end), kMasked);
-      continue;
-    }
-    for (size_t t = begin; t < end; ++t) {
-      if (((bits >> (t - begin)) & 1) == 0) logits[t] = kMasked;
-    }
-  }
-}
-
 ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& entry) const {
   const auto& history = entry.history_token_ids;
   const size_t num_prompt =
@@ -172,6 +142,7 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
         std::span<const int32_t>(state.tokens)
             .first(r.sampled ? state.tokens.size() : std::min(state.tokens.size(), computed_end));
     r.constrained = !entry.sampling->structured.empty();
+    r.constraint = state.constraint.get();
     r.sampler = &state.sampler;
     // Drafts depend on the request's seed and its length only (not on the batch).
     r.draft_seed = sampling::Sampler::derive_seed(
@@ -513,7 +484,7 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
     sampling::DraftHooks hooks;
     if (constraint != nullptr) {
       hooks.mask = [&](std::span<float> row) {
-        apply_mask(*constraint, mask, row);
+        mask_logits(*constraint, mask, row);
         return Status();
       };
     }
@@ -538,7 +509,7 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
   } else {
     // Forked children start from the parent's state, so the parent's mask is theirs too.
     masked.assign(logits, logits + vocab);
-    if (constraint != nullptr) apply_mask(*constraint, mask, masked);
+    if (constraint != nullptr) mask_logits(*constraint, mask, masked);
     const auto known = std::span<const int32_t>(state.tokens);
     for (int32_t i = 0; i < entry.num_samples; ++i) {
       scratch = masked;

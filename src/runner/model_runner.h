@@ -104,11 +104,6 @@ class ModelRunner final : public step::Executor {
   // The entry's constraint, having accepted `outputs` (null if unconstrained).
   Result<std::unique_ptr<structured::Constraint>> make_constraint(
       const step::ScheduledRequest& entry, std::span<const int32_t> outputs);
-  // Masks logits[vocab] to the tokens `constraint` allows (its end tokens if it allows nothing;
-  // nothing while it is inactive, before its trigger).
-  // `mask` is scratch.
-  static void apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
-                         std::span<float> logits);
   RequestState make_state(const step::ScheduledRequest& entry) const;
   // Rows of this step's logits that give prompt logprobs (SamplingParams::prompt_logprobs):
   // `count` rows from `first_row`, for prompt tokens first_token.. of plan entry `entry`.
