@@ -5,6 +5,12 @@
 #include "router/backend_load.h"
 
 namespace pagoda::cli {
+namespace {
+
+// Counts up to 2^53 are exact doubles; anything else (or a negative difference) is not ours.
+constexpr double kMaxCount = 9007199254740992.0;
+
+}  // namespace
 
 std::optional<SpecDecodeCounters> read_spec_decode_counters(std::string_view text) {
   const std::optional<double> drafts =
@@ -20,11 +26,9 @@ std::optional<SpecDecodeCounters> read_spec_decode_counters(std::string_view tex
 std::optional<SpecDecodeSummary> spec_decode_delta(const std::optional<SpecDecodeCounters>& before,
                                                    const std::optional<SpecDecodeCounters>& after) {
   if (!before || !after) return std::nullopt;
-  // Counts below 2^53 are exact doubles; anything else (or a negative difference) is not ours.
-  constexpr double kMax = 9007199254740992.0;
-  const auto diff = [kMax](double a, double b) -> std::optional<int64_t> {
+  const auto diff = [](double a, double b) -> std::optional<int64_t> {
     const double d = b - a;
-    if (!(d >= 0) || d > kMax || d != std::floor(d)) return std::nullopt;
+    if (!(d >= 0) || d > kMaxCount || d != std::floor(d)) return std::nullopt;
     return static_cast<int64_t>(d);
   };
   const std::optional<int64_t> drafts = diff(before->num_drafts, after->num_drafts);
