@@ -154,6 +154,8 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
     const bool reproducible = entry.sampling->seed && !entry.sampling->is_greedy();
     if (pace_drafts_ && r.sampled && !reproducible) {
       r.max_drafts = state.pacer.next_num_drafts(entry.num_proposal_tokens, costs);
+    }
+    if (r.sampled) {
       max_drafts = std::max(max_drafts, std::min(r.max_drafts, entry.num_proposal_tokens));
     }
     requests.push_back(r);
