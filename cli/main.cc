@@ -57,7 +57,8 @@ void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec) {
       ->capture_default_str();
   cmd->add_flag_callback(
       "--no-speculative-adaptive", [&spec] { spec.adaptive = false; },
-      "Always draft --num-speculative-tokens (default: k per request from its acceptance)");
+      "Always draft --num-speculative-tokens (default: k per request from its acceptance, none "
+      "while drafting does not pay for its measured cost)");
 }
 
 void add_tensor_parallel_option(CLI::App* cmd, int32_t& tensor_parallel_size) {

@@ -47,30 +47,47 @@ std::optional<double> parse_value(std::string_view text) {
   return v;
 }
 
-}  // namespace
-
-BackendLoad parse_backend_load(std::string_view text) {
-  BackendLoad load;
+// Calls fn(name, value text) for every sample line of Prometheus text (comments, blank lines and
+// lines that do not parse skipped).
+template <typename Fn>
+void for_each_sample(std::string_view text, Fn&& fn) {
   while (!text.empty()) {
-    size_t nl = text.find('\n');
+    const size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
     std::string_view name;
     std::string_view value;
-    if (!split_sample(line, name, value)) continue;
+    if (split_sample(line, name, value)) fn(name, value);
+  }
+}
+
+}  // namespace
+
+BackendLoad parse_backend_load(std::string_view text) {
+  BackendLoad load;
+  for_each_sample(text, [&load](std::string_view name, std::string_view value) {
     std::optional<double>* slot = nullptr;
     if (name == "vllm:num_requests_waiting") slot = &load.num_waiting;
     if (name == "vllm:kv_cache_usage_perc") slot = &load.kv_usage;
-    if (slot == nullptr) continue;
+    if (slot == nullptr) return;
     std::optional<double> v = parse_value(value);
-    if (!v || *v < 0) continue;
+    if (!v || *v < 0) return;
     *slot = slot->value_or(0.0) + *v;
-  }
+  });
   if (load.num_waiting) load.num_waiting = std::min(*load.num_waiting, 1e9);
   if (load.kv_usage) load.kv_usage = std::min(*load.kv_usage, 1.0);
   return load;
+}
+
+std::optional<double> sum_metric(std::string_view text, std::string_view wanted) {
+  std::optional<double> sum;
+  for_each_sample(text, [&](std::string_view name, std::string_view value) {
+    if (name != wanted) return;
+    if (const std::optional<double> v = parse_value(value)) sum = sum.value_or(0.0) + *v;
+  });
+  return sum;
 }
 
 }  // namespace pagoda::router

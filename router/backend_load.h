@@ -16,4 +16,9 @@ struct BackendLoad {
 
 BackendLoad parse_backend_load(std::string_view prometheus_text);
 
+// The sum over label sets of the samples of metric `name` (e.g. a counter such as
+// "vllm:spec_decode_num_drafts_total"); nullopt when no sample of it parses. Lines that do not
+// parse and values that are not finite are skipped.
+std::optional<double> sum_metric(std::string_view prometheus_text, std::string_view name);
+
 }  // namespace pagoda::router

@@ -6,7 +6,9 @@
 // Poisson process of --request-rate per second (inf: all at once), at most --concurrency in
 // flight. Reports TTFT, TPOT (time per output token after the first), ITL (gaps between streamed
 // chunks) and end-to-end latency percentiles, request and token throughput, and can draw the
-// latencies over time as a hand-written SVG (--plot).
+// latencies over time as a hand-written SVG (--plot). With a speculating server, the difference
+// of its vllm:spec_decode_* counters over the run gives the draft acceptance rate and the mean
+// accepted length (as vLLM's benchmark reports them).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands/commands.h"
+#include "cli/commands/spec_decode_metrics.h"
 
 namespace pagoda::cli {
 namespace {
@@ -491,6 +494,14 @@ int run_bench_serve(const BenchServeOpts& o_in) {
     }
   }
 
+  // Speculative decoding: the server's vllm:spec_decode_* counters before and after the run.
+  const auto scrape_spec_decode = [&]() -> std::optional<SpecDecodeCounters> {
+    const SyncResult r = sync_call(ioc, eps, *target, http::verb::get, "/metrics", "", o.api_key);
+    if (!r.error.empty() || r.status != 200) return std::nullopt;
+    return read_spec_decode_counters(r.body);
+  };
+  const std::optional<SpecDecodeCounters> spec_before = scrape_spec_decode();
+
   std::vector<RequestResult> results(static_cast<size_t>(o.num_prompts));
   const auto t0 = Clock::now();
   std::deque<size_t> ready;
@@ -552,6 +563,9 @@ int run_bench_serve(const BenchServeOpts& o_in) {
   schedule_arrivals();
   ioc.run();
   const double duration = std::chrono::duration<double>(Clock::now() - t0).count();
+  ioc.restart();
+  const std::optional<SpecDecodeSummary> spec =
+      spec_decode_delta(spec_before, spec_before ? scrape_spec_decode() : std::nullopt);
 
   std::vector<double> ttft, tpot, itl, e2e;
   int64_t out_tokens = 0, ok = 0;
@@ -595,6 +609,15 @@ int run_bench_serve(const BenchServeOpts& o_in) {
       {"itl", summary(itl)},
       {"e2e_latency", summary(e2e)}};
   if (!first_error.empty()) report["first_error"] = first_error;
+  if (spec) {
+    report["spec_decode_num_drafts"] = spec->num_drafts;
+    report["spec_decode_num_draft_tokens"] = spec->num_draft_tokens;
+    report["spec_decode_num_accepted_tokens"] = spec->num_accepted_tokens;
+    if (spec->num_drafts > 0) {  // rates of nothing are not reported
+      report["spec_decode_acceptance_rate"] = spec->acceptance_rate;
+      report["spec_decode_mean_accepted_length"] = spec->mean_accepted_length;
+    }
+  }
   if (!o.plot.empty()) {
     std::ofstream f(o.plot);
     f << latency_svg(results,
@@ -614,6 +637,13 @@ int run_bench_serve(const BenchServeOpts& o_in) {
     std::printf("output token throughput  %.1f tok/s\n", static_cast<double>(out_tokens) / span);
     std::printf("total token throughput   %.1f tok/s\n",
                 static_cast<double>(out_tokens + in_tokens) / span);
+    if (spec && spec->num_drafts > 0) {
+      std::printf("draft acceptance rate    %.3f (%lld of %lld draft tokens)\n",
+                  spec->acceptance_rate, static_cast<long long>(spec->num_accepted_tokens),
+                  static_cast<long long>(spec->num_draft_tokens));
+      std::printf("mean accepted length     %.2f tokens per verify step\n",
+                  spec->mean_accepted_length);
+    }
     std::printf("%-8s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99");
     for (const auto& [name, v] : {std::pair<const char*, const std::vector<double>*>{"TTFT", &ttft},
                                   {"TPOT", &tpot},

@@ -352,6 +352,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   e->model_parallel_ = config.tensor_parallel_size > 1 || config.pipeline_parallel_size > 1;
   e->loras_ = std::make_shared<runner::LoraRegistry>(config.max_loras);
   rc.loras = e->loras_;
+  rc.pace_drafts = spec.adaptive;  // adaptive speculation stops drafting where it does not pay
   if (spec.method == "ngram") {
     rc.ngram = runner::NgramConfig{spec.ngram_min, spec.ngram_max, spec.num_speculative_tokens};
   }

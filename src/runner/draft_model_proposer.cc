@@ -2,6 +2,9 @@
 #include "runner/draft_model_proposer.h"
 
 #include <algorithm>
+#include <memory>
+
+#include "runner/constraint_mask.h"
 
 namespace pagoda::runner {
 namespace {
@@ -93,6 +96,8 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
     int64_t newest = 0;  // position of the newest known token
     sampling::Sampler sampler;
     bool keep_probs = false;
+    // A copy of the request's constraint, advanced by its drafts (q masked as p will be).
+    std::unique_ptr<structured::Constraint> constraint;
   };
   std::vector<Drafting> drafting;
   tokens_.clear();
@@ -103,8 +108,10 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
   int64_t next_scratch = config_.num_blocks;
   const int64_t scratch_end = storage_.num_blocks();
   const auto wants_drafts = [this](const ProposalRequest& r) {
-    return r.sampled && !r.constrained && r.sampler != nullptr && !r.tokens.empty() &&
-           std::min(r.entry->num_proposal_tokens, config_.num_speculative_tokens) > 0;
+    return r.sampled && (!r.constrained || r.constraint != nullptr) && r.sampler != nullptr &&
+           !r.tokens.empty() &&
+           std::min({r.entry->num_proposal_tokens, config_.num_speculative_tokens, r.max_drafts}) >
+               0;
   };
   bool any = false;
   for (const ProposalRequest& r : requests) {
@@ -126,7 +133,9 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
     const int64_t real_limit =
         std::min(static_cast<int64_t>(e.block_table.size()) * bs, round_up(target_end, bs));
     int32_t want =
-        wants_drafts(r) ? std::min(e.num_proposal_tokens, config_.num_speculative_tokens) : 0;
+        wants_drafts(r)
+            ? std::min({e.num_proposal_tokens, config_.num_speculative_tokens, r.max_drafts})
+            : 0;
     // A long lag (a prompt, or decodes while speculation was off) is caught up in pieces.
     const int64_t lag = known - std::min(computed, known);
     if (lag > kMaxCatchUp) want = 0;
@@ -156,7 +165,13 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
     computed = std::max(computed, std::min(end, real_limit));
     if (want > 0) {
       logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
-      Drafting d{&r, i, want, known - 1, *r.sampler, !e.sampling->is_greedy()};
+      Drafting d{&r,
+                 i,
+                 want,
+                 known - 1,
+                 *r.sampler,
+                 !e.sampling->is_greedy(),
+                 r.constraint != nullptr ? r.constraint->clone() : nullptr};
       d.sampler.reseed(r.draft_seed);
       drafting.push_back(std::move(d));
     }
@@ -172,7 +187,12 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
       row_.assign(logits_.begin() + static_cast<std::ptrdiff_t>(row * vocab),
                   logits_.begin() + static_cast<std::ptrdiff_t>((row + 1) * vocab));
       ++row;
+      if (d.constraint) mask_logits(*d.constraint, mask_, row_);
       const int32_t token = d.sampler.sample_with_probs(row_, probs_).token;
+      if (d.constraint && !d.constraint->accept_token(token).ok()) {
+        d.want = j - 1;  // (cannot happen after the mask; stop drafting this request)
+        continue;
+      }
       d.request->draft_tokens->push_back(token);
       if (d.keep_probs) {
         d.request->draft_probs->insert(d.request->draft_probs->end(), probs_.begin(), probs_.end());

@@ -15,7 +15,9 @@
 //    draft runs autoregressively k - 1 more times, batched across requests, drawing each draft
 //    from q = the draft's distribution after the request's own processors (a copy of its
 //    Sampler: bias, penalties over the tokens and earlier drafts, temperature, top-k/p, min-p)
-//    with its own RNG; q is returned for the rejection sampler.
+//    with its own RNG; q is returned for the rejection sampler. A constrained request's drafts
+//    follow a copy of its grammar matcher (Constraint::clone), advanced by each draft, so q is
+//    masked as the target's p will be at verification.
 // KV written at positions the target's block table does not cover yet (the newest token when it
 // starts a block, and the drafts) goes to scratch blocks past the engine's, private to this step;
 // such positions are not counted as computed and are redone by the next catch-up. Positions the
@@ -75,6 +77,7 @@ class DraftModelProposer final : public Proposer {
   std::vector<model::SequenceSlice> slices_;
   std::vector<std::vector<int32_t>> tables_;
   std::vector<float> logits_, row_, probs_;
+  std::vector<uint64_t> mask_;  // a constrained draft's token mask (scratch)
 };
 
 }  // namespace pagoda::runner

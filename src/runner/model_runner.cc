@@ -1,15 +1,25 @@
 #include "runner/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
 
 #include "kernels/isa.h"
+#include "runner/constraint_mask.h"
 #include "runner/draft_model_proposer.h"
 #include "sampling/rejection_sampler.h"
 
 namespace pagoda::runner {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                                                          const RunnerConfig& config) {
@@ -17,6 +27,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                           KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
                                             config.block_size, config.kv_dtype));
   std::unique_ptr<ModelRunner> runner(new ModelRunner(model, std::move(storage), config));
+  runner->pace_drafts_ = config.pace_drafts;
+  runner->pacing_ = config.pacing;
   if (config.ngram && config.draft_model != nullptr) {
     return invalid_argument("speculative decoding: ngram and a draft model are exclusive");
   }
@@ -75,37 +87,6 @@ Result<std::unique_ptr<structured::Constraint>> ModelRunner::make_constraint(
   return constraint;
 }
 
-void ModelRunner::apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
-                             std::span<float> logits) {
-  const structured::TokenTable& table = *constraint.grammar().tokens();
-  mask.resize(table.num_mask_words());
-  if (!constraint.fill_mask(mask)) return;
-  bool any = false;
-  for (uint64_t w : mask)
-    any = any || w != 0;
-  if (!any) {
-    // Nothing can continue the text (a vocabulary without the bytes the grammar needs): end.
-    for (int32_t t : table.eog_tokens())
-      mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
-  }
-  // A word at a time: masks are mostly all-zero words (a few allowed tokens) or all-one words.
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  const size_t n = logits.size();
-  for (size_t w = 0; w * 64 < n; ++w) {
-    const uint64_t bits = w < mask.size() ? mask[w] : 0;
-    if (bits == ~uint64_t{0}) continue;
-    const size_t begin = w * 64, end = std::min(n, begin + 64);
-    if (bits == 0) {
-      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin),
-                logits.begin() + static_cast<std::ptrdiff_t>(end), kMasked);
-      continue;
-    }
-    for (size_t t = begin; t < end; ++t) {
-      if (((bits >> (t - begin)) & 1) == 0) logits[t] = kMasked;
-    }
-  }
-}
-
 ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& entry) const {
   const auto& history = entry.history_token_ids;
   const size_t num_prompt =
@@ -121,7 +102,8 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
       0,
       {},
       {},
-      0};
+      0,
+      DraftPacer(pacing_)};
   if (entry.sampling->seed) {
     state.draft_seed = sampling::Sampler::derive_seed(*entry.sampling->seed ^ 0xd4af7d4af7ull,
                                                       entry.sample_index + 1);
@@ -135,6 +117,15 @@ ModelRunner::RequestState ModelRunner::make_state(const step::ScheduledRequest& 
 Status ModelRunner::propose(const step::StepPlan& plan) {
   std::vector<ProposalRequest> requests;
   requests.reserve(plan.requests.size());
+  // The cost rule's view of the next step: this one's tokens without drafts.
+  std::optional<SpeculationCosts> costs;
+  int32_t max_drafts = 0;  // the most any request may draft (its proposal's passes)
+  if (pace_drafts_) {
+    int64_t plain_tokens = 0;
+    for (const step::ScheduledRequest& entry : plan.requests)
+      plain_tokens += static_cast<int64_t>(entry.token_ids.size()) - entry.num_draft_tokens;
+    costs = cost_meter_.costs(plain_tokens);
+  }
   for (const step::ScheduledRequest& entry : plan.requests) {
     auto it = states_.find(entry.id);
     if (it == states_.end()) continue;
@@ -151,15 +142,34 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
         std::span<const int32_t>(state.tokens)
             .first(r.sampled ? state.tokens.size() : std::min(state.tokens.size(), computed_end));
     r.constrained = !entry.sampling->structured.empty();
+    r.constraint = state.constraint.get();
     r.sampler = &state.sampler;
     // Drafts depend on the request's seed and its length only (not on the batch).
     r.draft_seed = sampling::Sampler::derive_seed(
         state.draft_seed, static_cast<int32_t>(state.tokens.size() & 0x3fffffff));
     r.draft_tokens = &state.draft_tokens;
     r.draft_probs = &state.draft_probs;
+    // A seeded sampled request is not paced: its tokens depend on which drafts it verified (the
+    // draft is visited first), and they must not depend on timings (nor on the batch).
+    const bool reproducible = entry.sampling->seed && !entry.sampling->is_greedy();
+    if (pace_drafts_ && r.sampled && !reproducible) {
+      r.max_drafts = state.pacer.next_num_drafts(entry.num_proposal_tokens, costs);
+    }
+    if (r.sampled) {
+      max_drafts = std::max(max_drafts, std::min(r.max_drafts, entry.num_proposal_tokens));
+    }
     requests.push_back(r);
   }
-  return proposer_->propose(plan, requests);
+  const auto start = std::chrono::steady_clock::now();
+  PAGODA_RETURN_IF_ERROR(proposer_->propose(plan, requests));
+  if (pace_drafts_) cost_meter_.record_proposal(max_drafts, seconds_since(start));
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  for (const ProposalRequest& r : requests) {
+    const auto cap = static_cast<size_t>(std::max(r.max_drafts, 0));
+    if (r.draft_tokens->size() > cap) r.draft_tokens->resize(cap);
+    if (r.draft_probs->size() > cap * vocab) r.draft_probs->resize(cap * vocab);
+  }
+  return Status();
 }
 
 sampling::Sampler ModelRunner::make_sampler(const step::ScheduledRequest& entry,
@@ -296,7 +306,11 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     if (entry.is_new) states_.insert_or_assign(entry.id, make_state(entry));
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  const auto forward_start = std::chrono::steady_clock::now();
   PAGODA_RETURN_IF_ERROR(forward_step());
+  if (pace_drafts_) {
+    cost_meter_.record_step(static_cast<int64_t>(tokens_.size()), seconds_since(forward_start));
+  }
 
   // Sampling: first (serially) the state of each sampling request (new ones build their sampler
   // and constraint), then the masks and draws of all requests in parallel on the kernels'
@@ -472,7 +486,7 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
     sampling::DraftHooks hooks;
     if (constraint != nullptr) {
       hooks.mask = [&](std::span<float> row) {
-        apply_mask(*constraint, mask, row);
+        mask_logits(*constraint, mask, row);
         return Status();
       };
     }
@@ -488,6 +502,8 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
     std::vector<TokenLogprobs> emitted;
     PAGODA_RETURN_IF_ERROR(
         sampling::verify_drafts(state.sampler, masked, vocab, drafts, hooks, emitted, q));
+    state.pacer.record_verification(static_cast<int32_t>(drafts.size()),
+                                    static_cast<int32_t>(emitted.size()) - 1);
     for (TokenLogprobs& r : emitted) {
       sampled.token_ids.push_back(r.token);
       if (want_logprobs) sampled.logprobs.push_back(std::move(r));
@@ -495,7 +511,7 @@ Status ModelRunner::sample_request(const step::ScheduledRequest& entry, RequestS
   } else {
     // Forked children start from the parent's state, so the parent's mask is theirs too.
     masked.assign(logits, logits + vocab);
-    if (constraint != nullptr) apply_mask(*constraint, mask, masked);
+    if (constraint != nullptr) mask_logits(*constraint, mask, masked);
     const auto known = std::span<const int32_t>(state.tokens);
     for (int32_t i = 0; i < entry.num_samples; ++i) {
       scratch = masked;

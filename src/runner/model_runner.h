@@ -10,6 +10,7 @@
 
 #include "backend/kv_storage.h"
 #include "model/model.h"
+#include "runner/draft_pacer.h"
 #include "runner/lora_registry.h"
 #include "runner/ngram_proposer.h"
 #include "runner/proposer.h"
@@ -39,6 +40,11 @@ struct RunnerConfig {
   model::Model* draft_model = nullptr;
   int32_t num_speculative_tokens = 4;
   int32_t max_num_seqs = 64;
+  // Speculation's cost rule (runner/draft_pacer.h): per request, draft only while the expected
+  // accepted tokens pay for the measured draft and verification costs, else probe now and then.
+  // Off: every sampled request drafts what the scheduler asks for.
+  bool pace_drafts = false;
+  DraftPacingConfig pacing;
 };
 
 class ModelRunner final : public step::Executor {
@@ -84,6 +90,7 @@ class ModelRunner final : public step::Executor {
     std::vector<int32_t> draft_tokens;
     std::vector<float> draft_probs;
     uint64_t draft_seed = 0;  // the draft RNG's stream (from the request's seed if it has one)
+    DraftPacer pacer;         // whether its drafting pays (RunnerConfig::pace_drafts)
   };
 
   ModelRunner(model::Model& model, KvStorage storage, const RunnerConfig& config);
@@ -97,11 +104,6 @@ class ModelRunner final : public step::Executor {
   // The entry's constraint, having accepted `outputs` (null if unconstrained).
   Result<std::unique_ptr<structured::Constraint>> make_constraint(
       const step::ScheduledRequest& entry, std::span<const int32_t> outputs);
-  // Masks logits[vocab] to the tokens `constraint` allows (its end tokens if it allows nothing;
-  // nothing while it is inactive, before its trigger).
-  // `mask` is scratch.
-  static void apply_mask(structured::Constraint& constraint, std::vector<uint64_t>& mask,
-                         std::span<float> logits);
   RequestState make_state(const step::ScheduledRequest& entry) const;
   // Rows of this step's logits that give prompt logprobs (SamplingParams::prompt_logprobs):
   // `count` rows from `first_row`, for prompt tokens first_token.. of plan entry `entry`.
@@ -133,6 +135,9 @@ class ModelRunner final : public step::Executor {
   bool flash_attention_;
   std::shared_ptr<structured::GrammarCache> grammars_;
   std::unique_ptr<Proposer> proposer_;  // null: no speculation
+  bool pace_drafts_ = false;
+  DraftPacingConfig pacing_;
+  SpeculationCostMeter cost_meter_;  // measured when pace_drafts_
   std::shared_ptr<const LoraRegistry> loras_;
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "sampling/sampler.h"
 #include "step/step_plan.h"
+#include "structured/constraint.h"
 
 namespace pagoda::runner {
 
@@ -22,13 +23,19 @@ struct ProposalRequest {
   // the chunk's end), token i at position i.
   std::span<const int32_t> tokens;
   // The entry sampled in this step (drafts may be proposed), and under a structured-output
-  // constraint (the runner verifies against the mask; a draft model cannot mask its own drafts).
+  // constraint (the runner verifies against the mask).
   bool sampled = false;
   bool constrained = false;
+  // The request's constraint after `tokens` (null: unconstrained, or not built yet): a draft
+  // model advances a copy of it through its drafts to mask its own q.
+  const structured::Constraint* constraint = nullptr;
   // The request's sampler after `tokens` (when sampled): a draft model's proposals use a copy
   // (same processors, penalties over its own drafts too) with the RNG reseeded to draft_seed.
   const sampling::Sampler* sampler = nullptr;
   uint64_t draft_seed = 0;
+  // The most drafts the runner's cost rule (DraftPacer) lets the request propose; 0: none (its
+  // drafting does not pay). The runner also truncates the outputs to it.
+  int32_t max_drafts = INT32_MAX;
   // Outputs (cleared by the runner): the drafts, and empty or [drafts][vocab] their q.
   std::vector<int32_t>* draft_tokens = nullptr;
   std::vector<float>* draft_probs = nullptr;

@@ -10,6 +10,13 @@ Constraint::Constraint(std::shared_ptr<const CompiledGrammar> grammar, std::stri
   if (trigger_.empty()) matcher_ = std::make_unique<Matcher>(grammar_);
 }
 
+std::unique_ptr<Constraint> Constraint::clone() const {
+  auto copy = std::make_unique<Constraint>(grammar_, trigger_, repeat_);
+  copy->matcher_ = matcher_ ? matcher_->clone() : nullptr;
+  copy->tail_ = tail_;
+  return copy;
+}
+
 bool Constraint::fill_mask(std::span<uint64_t> mask) {
   if (!matcher_) return false;
   matcher_->fill_mask(mask);

@@ -28,6 +28,9 @@ class Constraint {
   // Advances by one token. invalid_argument if an active matcher does not allow it.
   Status accept_token(int32_t token);
 
+  // An independent copy in the same state (a draft model's drafts advance a copy).
+  std::unique_ptr<Constraint> clone() const;
+
   bool active() const { return matcher_ != nullptr; }
   const CompiledGrammar& grammar() const { return *grammar_; }
 

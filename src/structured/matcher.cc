@@ -7,6 +7,17 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar) : grammar_(std:
   parser_ = std::make_unique<Parser>(*grammar_);
 }
 
+std::unique_ptr<Matcher> Matcher::clone() const {
+  std::lock_guard lock(grammar_->mutex());
+  std::unique_ptr<Matcher> copy(new Matcher(*this));
+  return copy;
+}
+
+Matcher::Matcher(const Matcher& other)
+    : grammar_(other.grammar_),
+      parser_(std::make_unique<Parser>(*other.parser_)),
+      finished_(other.finished_) {}
+
 bool Matcher::token_allowed_from(const Parser::Thread& thread, std::string_view bytes,
                                  size_t offset, LexerState state) {
   a_.assign(1, Parser::Thread{thread.node, state, false});

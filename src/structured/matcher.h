@@ -41,9 +41,13 @@ class Matcher {
 
   bool can_end();
   bool is_finished() const { return finished_; }
+  // An independent copy in the same state (its own parser): speculative drafts advance a copy
+  // and leave this one where the verified tokens put it.
+  std::unique_ptr<Matcher> clone() const;
   const CompiledGrammar& grammar() const { return *grammar_; }
 
  private:
+  Matcher(const Matcher& other);  // clone(): the parser copied, the scratch not
   // Sets the tokens in the trie subtree of `root` whose bytes (from the root's byte on) leave a
   // live thread when fed to the parser from `start`: a depth-first walk, so a prefix shared by
   // many tokens is parsed once and a dead prefix drops its whole subtree.

@@ -1,10 +1,10 @@
 // libFuzzer target: the router's readers of outside text. The first byte picks one: the YAML
-// config parser (parse_router_config), the backend /metrics reader (parse_backend_load) or the
-// prefix-affinity key of a JSON request body (affinity_key, prefix length from the same byte) and
-// the ladder's rewrites of the same body (cache_key, clamp_max_tokens, refuse_disabled,
-// preset_reply). The YAML branch covers the `ladder:` section (router/ladder_config.cc).
-// Every outcome must be a Result/value (no crash, throw, hang or sanitizer report); an accepted
-// config must satisfy the invariants the router relies on.
+// config parser (parse_router_config), the backend /metrics readers (parse_backend_load,
+// sum_metric) or the prefix-affinity key of a JSON request body (affinity_key, prefix length from
+// the same byte) and the ladder's rewrites of the same body (cache_key, clamp_max_tokens,
+// refuse_disabled, preset_reply). The YAML branch covers the `ladder:` section
+// (router/ladder_config.cc). Every outcome must be a Result/value (no crash, throw, hang or
+// sanitizer report); an accepted config must satisfy the invariants the router relies on.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -62,6 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     BackendLoad load = parse_backend_load(text);
     if (load.num_waiting) check(std::isfinite(*load.num_waiting) && *load.num_waiting >= 0);
     if (load.kv_usage) check(*load.kv_usage >= 0 && *load.kv_usage <= 1);
+    // bench serve's reader of the same text (a sum of finite samples: never NaN).
+    const auto drafts = sum_metric(text, "vllm:spec_decode_num_drafts_total");
+    if (drafts) check(!std::isnan(*drafts));
     return 0;
   }
   auto config = parse_router_config(text);

@@ -91,6 +91,13 @@ std::vector<GenerateRequest> make_requests(const Engine& engine) {
     // A grammar mask: drafts are verified against the masked distribution, and the matcher
     // advances through accepted tokens only.
     if (i % 7 == 6) r.sampling.structured.kind = StructuredOutputs::Kind::kJsonObject;
+    // A JSON schema: a draft model's drafts follow a copy of the matcher (its q masked too).
+    if (i % 7 == 3) {
+      r.sampling.structured.kind = StructuredOutputs::Kind::kJsonSchema;
+      r.sampling.structured.spec =
+          R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},)"
+          R"("required":["name","age"]})";
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -325,8 +332,14 @@ TEST(SpeculativeDraftModel, DraftEqualToTargetIsAcceptedAlmostAlways) {
   ASSERT_TRUE(probe.ok()) << probe.status().to_string();
   std::vector<GenerateRequest> requests = make_requests(**probe);
   probe->reset();
-  for (GenerateRequest& r : requests)
-    r.sampling.structured = {};  // constrained requests get no draft-model drafts
+  // Constrained requests (a JSON object, a JSON schema) draft too (their drafts follow a copy of
+  // the matcher, so the draft's masked argmax is the target's masked argmax): tested alone below.
+  std::vector<GenerateRequest> only;
+  for (GenerateRequest& r : requests) {
+    if (!r.sampling.structured.empty()) only.push_back(r);
+    r.sampling.structured = {};
+  }
+  ASSERT_GE(only.size(), 3u);
   const Outputs off = run(config(self, false), requests, false);
   // Speculating at every step; then only once the batch is small (the draft's KV lags while the
   // 16 requests run without drafts, then catches up).
@@ -344,7 +357,19 @@ TEST(SpeculativeDraftModel, DraftEqualToTargetIsAcceptedAlmostAlways) {
     std::printf("self-draft (disable_batch_tokens %d): draft tokens %lld, accepted %lld\n",
                 disable_batch_tokens, static_cast<long long>(stats.spec_decode_num_draft_tokens),
                 static_cast<long long>(stats.spec_decode_num_accepted_tokens));
-  }
+  }  // The constrained requests alone: every draft is theirs (before the matcher copy they got
+  // none; with q unmasked, the draft's argmax would often be a token the grammar refuses).
+  EngineConfig c = config(self, true);
+  c.speculative.adaptive = false;
+  EngineStats stats;
+  const Outputs on = run(c, only, false, &stats);
+  expect_same(run(config(self, false), only, false), on);
+  ASSERT_GT(stats.spec_decode_num_draft_tokens, 20);
+  EXPECT_GE(static_cast<double>(stats.spec_decode_num_accepted_tokens),
+            0.97 * static_cast<double>(stats.spec_decode_num_draft_tokens));
+  std::printf("constrained self-draft: draft tokens %lld, accepted %lld\n",
+              static_cast<long long>(stats.spec_decode_num_draft_tokens),
+              static_cast<long long>(stats.spec_decode_num_accepted_tokens));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SpeculativeGolden,

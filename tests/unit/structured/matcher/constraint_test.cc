@@ -4,6 +4,7 @@
 #include "structured/constraint.h"
 
 #include <map>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -189,6 +190,45 @@ TEST_F(ConstraintTest, WithoutTriggerItIsTheMatcher) {
   EXPECT_TRUE(active);
   EXPECT_FALSE(c.accept_token(id("b")).ok());
   EXPECT_TRUE(c.accept_token(id("a")).ok());
+}
+
+// clone(): an independent copy in the same state (what a draft model advances through its
+// drafts): the copy moves on without moving the original, and each then behaves as a fresh
+// constraint fed the same tokens; also while free text waits for the trigger (partial trigger
+// bytes copied) and inside a call.
+TEST_F(ConstraintTest, CloneAdvancesIndependently) {
+  const auto grammar = compile(call_body());
+  Constraint c(grammar, "<tool_call>", true);
+  feed(c, "hi ");
+  ASSERT_TRUE(c.accept_token(id("<tool")).ok());
+  std::unique_ptr<Constraint> free_copy = c.clone();
+  ASSERT_TRUE(free_copy->accept_token(id("_call>")).ok());  // completes the copied partial trigger
+  EXPECT_TRUE(free_copy->active());
+  EXPECT_FALSE(c.active());
+  ASSERT_TRUE(c.accept_token(id("_call>")).ok());
+  feed(c, "\n{\"a\": ");
+  std::unique_ptr<Constraint> copy = c.clone();
+  feed(*copy, "7}\n");
+  bool active = false;
+  // The original still wants a digit; the copy the closing tag.
+  std::vector<uint64_t> mask = mask_of(c, &active);
+  ASSERT_TRUE(active);
+  EXPECT_TRUE(mask_allows(mask, id("7")));
+  EXPECT_FALSE(mask_allows(mask, id("</tool_call>")));
+  mask = mask_of(*copy, &active);
+  EXPECT_TRUE(mask_allows(mask, id("</tool_call>")));
+  EXPECT_FALSE(mask_allows(mask, id("7")));
+  // Same masks as a fresh constraint fed the same tokens.
+  Constraint fresh(grammar, "<tool_call>", true);
+  feed(fresh, "hi ");
+  ASSERT_TRUE(fresh.accept_token(id("<tool_call>")).ok());
+  feed(fresh, "\n{\"a\": 7}\n");
+  EXPECT_EQ(mask_of(fresh, &active), mask);
+  EXPECT_FALSE(c.accept_token(id("</tool_call>")).ok());  // the original did not move
+  feed(c, "3}\n");
+  ASSERT_TRUE(c.accept_token(id("</tool_call>")).ok());
+  EXPECT_FALSE(c.active());
+  EXPECT_TRUE(copy->active());
 }
 
 }  // namespace
