@@ -19,8 +19,9 @@ int parallel_size();
 // tensor_parallel_size unless it is 1 (rank 0 alone holds a whole model) or parallel_size().
 Status check_tensor_parallel_size(int32_t tensor_parallel_size);
 
-// The same for a tensor x pipeline layout: pipeline_parallel_size 1, or parallel_size() with
-// tensor_parallel_size 1 (both above 1 is not implemented yet).
+// The same for a tensor x pipeline layout: pipeline_parallel_size 1 (then as above), or
+// tensor_parallel_size x pipeline_parallel_size == parallel_size() (world rank = stage x
+// tensor_parallel_size + shard).
 Status check_parallel_sizes(int32_t tensor_parallel_size, int32_t pipeline_parallel_size);
 
 // On a rank other than 0: loads this rank's shard of config.model_path and runs every forward

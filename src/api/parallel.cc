@@ -2,6 +2,10 @@
 #include "pagoda/parallel.h"
 
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
 
 #include "api/parallel_backend.h"
 #include "backend/parallel/communicator.h"
@@ -15,14 +19,18 @@ namespace api {
 
 backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size) {
   using backend::parallel::ShardedBackend;
-  if (pipeline_parallel_size > 1) {
-    static ShardedBackend stages(backend::cpu_backend(), backend::parallel::world(),
-                                 ShardedBackend::Split::kPipeline);
-    return stages;
+  if (tensor_parallel_size <= 1 && pipeline_parallel_size <= 1) return backend::cpu_backend();
+  // One per layout, made on first use (collective: every rank asks for the same layouts in the
+  // same order, as they load the same models).
+  static std::mutex mu;
+  static std::map<std::pair<int32_t, int32_t>, std::unique_ptr<ShardedBackend>> layouts;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = layouts[{tensor_parallel_size, pipeline_parallel_size}];
+  if (!slot) {
+    slot = std::make_unique<ShardedBackend>(backend::cpu_backend(), backend::parallel::world(),
+                                            tensor_parallel_size, pipeline_parallel_size);
   }
-  if (tensor_parallel_size <= 1) return backend::cpu_backend();
-  static ShardedBackend sharded(backend::cpu_backend(), backend::parallel::world());
-  return sharded;
+  return *slot;
 }
 
 }  // namespace api
@@ -37,16 +45,15 @@ int parallel_size() {
 
 Status check_parallel_sizes(int32_t tp, int32_t pp) {
   if (pp < 1) return invalid_argument("pipeline_parallel_size must be >= 1, got {}", pp);
-  if (pp > 1 && tp > 1) {
-    return unimplemented("tensor_parallel_size {} with pipeline_parallel_size {}: not yet", tp, pp);
-  }
-  if (pp > 1 && pp != parallel_size()) {
+  if (pp == 1) return check_tensor_parallel_size(tp);
+  if (tp < 1) return invalid_argument("tensor_parallel_size must be >= 1, got {}", tp);
+  if (int64_t{tp} * pp != parallel_size()) {
     return invalid_argument(
-        "pipeline_parallel_size {} needs a job of {} ranks (mpirun -np {}), this one has {}", pp,
-        pp, pp, parallel_size());
+        "tensor_parallel_size {} x pipeline_parallel_size {} needs a job of {} ranks (mpirun -np "
+        "{}), this one has {}",
+        tp, pp, int64_t{tp} * pp, int64_t{tp} * pp, parallel_size());
   }
-  if (pp > 1) return Status();
-  return check_tensor_parallel_size(tp);
+  return Status();
 }
 
 Status check_tensor_parallel_size(int32_t tp) {
