@@ -1,8 +1,10 @@
 #include "server/http_server.h"
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
@@ -91,6 +93,21 @@ void HttpServer::Impl::arm_signals() {
     if (count > 1) {
       spdlog::warn("second signal {}: exiting now", sig);
       std::_Exit(1);
+    }
+    if (const int code = state.config().signal_exit_code; code != 0) {
+      spdlog::error(
+          "signal {}: a rank of the parallel job is gone (or the job is stopping): "
+          "/health is 503, exiting with code {} in {} ms",
+          sig, code, state.config().signal_exit_grace.count());
+      state.set_phase(ServerPhase::kLost);
+      state.for_each_session([](const std::shared_ptr<HttpSession>& s) { s->drain(); });
+      // The engine may be blocked on the dead rank: no drain, no destructor.
+      std::thread([code, grace = state.config().signal_exit_grace] {
+        std::this_thread::sleep_for(grace);
+        std::fflush(nullptr);
+        std::_Exit(code);
+      }).detach();
+      return;
     }
     spdlog::info("signal {}: draining (up to {} ms; send it again to exit now)", sig,
                  state.config().drain_timeout.count());

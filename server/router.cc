@@ -288,6 +288,8 @@ std::optional<ApiError> Router::not_ready() const {
       return unavailable("The server is shutting down", retry);
     case ServerPhase::kFailed:
       return unavailable("The model failed to load", retry);
+    case ServerPhase::kLost:
+      return unavailable("A rank of the parallel job is gone; the server is exiting", retry);
     case ServerPhase::kReady:
       break;
   }
@@ -392,6 +394,9 @@ HttpResponse Router::health() const {
       return error_response(unavailable("The server is shutting down", retry));
     case ServerPhase::kFailed:
       return error_response(unavailable("The model failed to load", retry));
+    case ServerPhase::kLost:
+      return error_response(
+          unavailable("A rank of the parallel job is gone; the server is exiting", retry));
     case ServerPhase::kReady:
       break;
   }

@@ -47,6 +47,13 @@ struct ServerConfig {
   // SIGTERM: running requests get this long to finish, then are aborted.
   std::chrono::milliseconds drain_timeout{30000};
   int32_t retry_after_seconds = 1;  // the Retry-After header of 429 / 503
+  // Rank 0 of a parallel job (mpirun): a SIGTERM or SIGINT is mpirun's word that another rank
+  // died (it signals every survivor, then SIGKILLs them 1 s later) or that the job is stopping,
+  // which ends the workers too, so no running request can finish and draining would hang. When
+  // non-zero, the first such signal turns /health (and every new request) into 503 at once,
+  // closes the connections, and the process exits with this code after signal_exit_grace.
+  int32_t signal_exit_code = 0;
+  std::chrono::milliseconds signal_exit_grace{300};
 
   // Request size limits (bytes). A Content-Length over max_body_bytes is refused (413) before
   // the body is read; chunked bodies are cut off at the limit.

@@ -21,7 +21,9 @@ namespace pagoda::server {
 
 class HttpSession;
 
-enum class ServerPhase { kLoading, kReady, kDraining, kFailed };
+// kLost: a rank of the parallel job this server is rank 0 of is gone (server_config.h
+// signal_exit_code); the process is about to exit.
+enum class ServerPhase { kLoading, kReady, kDraining, kFailed, kLost };
 
 class ServerState {
  public:

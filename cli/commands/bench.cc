@@ -26,6 +26,7 @@
 #include "kernels/ops.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/model_loader.h"
+#include "pagoda/parallel.h"
 #include "planner/bandwidth_probe.h"
 
 namespace pagoda::cli {
@@ -145,6 +146,50 @@ std::vector<int32_t> parse_list(const std::string& s) {
   return out;
 }
 
+// The cost model of docs/design/parallel.md for this model's shape: the bytes each split moves per
+// token per layer (f32 activations), the transport measured here (under mpirun -np N; null
+// outside a job) and the communication time per decode token (batch 1) they predict, here and on
+// two reference clusters whose latency and bandwidth are assumed, not measured.
+nlohmann::json parallel_cost_model(const model::ModelConfig& c, const TransportFigures& t) {
+  const double d = c.hidden_dim, L = c.num_layers, V = c.vocab_size;
+  const double k = c.num_experts_used;
+  // A decode token under TP over n ranks: 2 all-reduces of d floats per layer, each `latency_us`
+  // plus a ring's 2(n-1)/n of the payload at `gbs`.
+  auto tp_ms = [&](double n, double latency_us, double gbs) {
+    return 2 * L * (latency_us * 1e-6 + 2 * (n - 1) / n * 4 * d / (gbs * 1e9)) * 1e3;
+  };
+  // PP over p stages: p - 1 hops of one hidden state.
+  auto pp_ms = [&](double p, double latency_us, double gbs) {
+    return (p - 1) * (latency_us * 1e-6 + 4 * d / (gbs * 1e9)) * 1e3;
+  };
+  nlohmann::json j;
+  j["bytes_per_token_per_layer"] = {
+      {"tensor_parallel_all_reduce_payload", 8 * d},
+      {"pipeline_parallel_per_stage_boundary", 4 * d},
+      {"expert_parallel_all_reduce_payload", 4 * d},
+      {"expert_parallel_all_to_all_times_n_minus_1_over_n", 8 * k * d}};
+  j["tensor_parallel_vocab_all_gather_bytes_per_sampled_row_times_n_minus_1_over_n"] = 4 * V;
+  if (t.ranks > 1) {
+    j["transport"] = {{"name", t.name},
+                      {"ranks", t.ranks},
+                      {"all_reduce_latency_us", t.all_reduce_latency_us},
+                      {"all_reduce_bandwidth_gbs", t.all_reduce_bandwidth_gbs}};
+    j["predicted_ms_per_decode_token"]["here_tensor_parallel"] =
+        tp_ms(t.ranks, t.all_reduce_latency_us, t.all_reduce_bandwidth_gbs);
+    j["predicted_ms_per_decode_token"]["here_pipeline_parallel"] =
+        pp_ms(t.ranks, t.all_reduce_latency_us, t.all_reduce_bandwidth_gbs);
+  } else {
+    j["transport"] = nullptr;  // (run under mpirun -np N to measure it)
+  }
+  // Assumed: NCCL ~10 us per small all-reduce and ~450 GB/s on NVLink inside a node, ~20 us and
+  // ~50 GB/s between nodes; MPI over 100 GbE ~40 us per message step and 12.5 GB/s.
+  j["predicted_ms_per_decode_token"]["2_nodes_x_8_gpus_nvlink_tp8_in_node"] = tp_ms(8, 10, 450);
+  j["predicted_ms_per_decode_token"]["2_nodes_x_8_gpus_nvlink_pp2_across"] = pp_ms(2, 20, 50);
+  j["predicted_ms_per_decode_token"]["4_cpu_nodes_100gbe_tp4"] = tp_ms(4, 6 * 40, 12.5);
+  j["predicted_ms_per_decode_token"]["4_cpu_nodes_100gbe_pp4"] = pp_ms(4, 40, 12.5);
+  return j;
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app, CommandAction& action) {
@@ -173,6 +218,10 @@ void register_bench(CLI::App& app, CommandAction& action) {
   cmd->callback([cmd, opts, &action] {
     if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`
     action = [opts] {
+      // Under mpirun every rank measures the transport with rank 0 (the cost model's figures);
+      // then rank 0 alone runs the single-process benchmark.
+      const TransportFigures transport = measure_transport();
+      if (parallel_rank() != 0) return 0;
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
       std::vector<int32_t> batches;
@@ -252,6 +301,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
         batched.push_back({{"batch", b}, {"aggregate_tokens_per_second", median(agg)}});
       }
       out["batched_decode"] = batched;
+      out["parallel_cost_model"] = parallel_cost_model(c, transport);
       if (opts->json) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;

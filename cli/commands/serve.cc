@@ -17,6 +17,7 @@
 #include "cli/lora_options.h"
 #include "pagoda/engine.h"
 #include "pagoda/output_parser.h"
+#include "pagoda/parallel.h"
 #include "server/http_server.h"
 #include "server/server_config.h"
 
@@ -228,6 +229,8 @@ int run_serve(ServeOpts o) {
                                      ? std::filesystem::path(ec.model_path).stem().string()
                                      : ec.served_model_name;
   if (auto worker = run_as_parallel_worker(ec)) return *worker;
+  // Rank 0 of a job: mpirun's SIGTERM means a rank died; fail fast instead of draining.
+  if (parallel_size() > 1) sc.signal_exit_code = 1;
   server::HttpServer srv(sc, model_name, [ec] { return Engine::create(ec); });
   srv.handle_signals();
   if (Status st = srv.start(); !st.ok()) return fail(st.message());

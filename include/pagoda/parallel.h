@@ -19,9 +19,21 @@ int parallel_size();
 // tensor_parallel_size unless it is 1 (rank 0 alone holds a whole model) or parallel_size().
 Status check_tensor_parallel_size(int32_t tensor_parallel_size);
 
-// The same for a tensor x pipeline layout: pipeline_parallel_size 1, or parallel_size() with
-// tensor_parallel_size 1 (both above 1 is not implemented yet).
+// The same for a tensor x pipeline layout: pipeline_parallel_size 1 (then as above), or
+// tensor_parallel_size x pipeline_parallel_size == parallel_size() (world rank = stage x
+// tensor_parallel_size + shard).
 Status check_parallel_sizes(int32_t tensor_parallel_size, int32_t pipeline_parallel_size);
+
+// The transport between the job's ranks, measured (collective: every rank calls it): an
+// all-reduce of one float (latency) and of 1 Mi floats (bandwidth: payload bytes / time), each
+// the median of 5 timings of enough calls for ~0.1 s. Outside a job: ranks 1 and zeros.
+struct TransportFigures {
+  std::string name;  // "mpi", "local"
+  int ranks = 1;
+  double all_reduce_latency_us = 0;
+  double all_reduce_bandwidth_gbs = 0;
+};
+TransportFigures measure_transport();
 
 // On a rank other than 0: loads this rank's shard of config.model_path and runs every forward
 // pass rank 0 runs until rank 0's engine (or model) is destroyed. A load failure aborts the whole

@@ -1,7 +1,14 @@
 // The public tensor-parallel entry points (pagoda/parallel.h) over backend/parallel.
 #include "pagoda/parallel.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "api/parallel_backend.h"
 #include "backend/parallel/communicator.h"
@@ -15,14 +22,18 @@ namespace api {
 
 backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size) {
   using backend::parallel::ShardedBackend;
-  if (pipeline_parallel_size > 1) {
-    static ShardedBackend stages(backend::cpu_backend(), backend::parallel::world(),
-                                 ShardedBackend::Split::kPipeline);
-    return stages;
+  if (tensor_parallel_size <= 1 && pipeline_parallel_size <= 1) return backend::cpu_backend();
+  // One per layout, made on first use (collective: every rank asks for the same layouts in the
+  // same order, as they load the same models).
+  static std::mutex mu;
+  static std::map<std::pair<int32_t, int32_t>, std::unique_ptr<ShardedBackend>> layouts;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = layouts[{tensor_parallel_size, pipeline_parallel_size}];
+  if (!slot) {
+    slot = std::make_unique<ShardedBackend>(backend::cpu_backend(), backend::parallel::world(),
+                                            tensor_parallel_size, pipeline_parallel_size);
   }
-  if (tensor_parallel_size <= 1) return backend::cpu_backend();
-  static ShardedBackend sharded(backend::cpu_backend(), backend::parallel::world());
-  return sharded;
+  return *slot;
 }
 
 }  // namespace api
@@ -37,16 +48,15 @@ int parallel_size() {
 
 Status check_parallel_sizes(int32_t tp, int32_t pp) {
   if (pp < 1) return invalid_argument("pipeline_parallel_size must be >= 1, got {}", pp);
-  if (pp > 1 && tp > 1) {
-    return unimplemented("tensor_parallel_size {} with pipeline_parallel_size {}: not yet", tp, pp);
-  }
-  if (pp > 1 && pp != parallel_size()) {
+  if (pp == 1) return check_tensor_parallel_size(tp);
+  if (tp < 1) return invalid_argument("tensor_parallel_size must be >= 1, got {}", tp);
+  if (int64_t{tp} * pp != parallel_size()) {
     return invalid_argument(
-        "pipeline_parallel_size {} needs a job of {} ranks (mpirun -np {}), this one has {}", pp,
-        pp, pp, parallel_size());
+        "tensor_parallel_size {} x pipeline_parallel_size {} needs a job of {} ranks (mpirun -np "
+        "{}), this one has {}",
+        tp, pp, int64_t{tp} * pp, int64_t{tp} * pp, parallel_size());
   }
-  if (pp > 1) return Status();
-  return check_tensor_parallel_size(tp);
+  return Status();
 }
 
 Status check_tensor_parallel_size(int32_t tp) {
@@ -71,6 +81,45 @@ Status run_parallel_worker(const EngineConfig& config) {
       api::model_backend(config.tensor_parallel_size, config.pipeline_parallel_size));
   if (!loaded.ok()) comm.abort(1, "cannot load my shard: " + loaded.status().message());
   return loaded->model->run_worker();
+}
+
+namespace {
+
+// Seconds per all-reduce of n floats: enough calls for ~0.1 s (rank 0's count, so every rank
+// makes the same calls).
+double seconds_per_all_reduce(backend::parallel::Communicator& comm, std::vector<float>& buf,
+                              size_t n) {
+  for (int reps = 1;; reps *= 4) {
+    comm.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i)
+      comm.all_reduce_sum(buf.data(), n);
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    comm.broadcast(&dt, sizeof(dt), 0);
+    if (dt > 0.1 || reps >= (1 << 20)) return dt / reps;
+  }
+}
+
+}  // namespace
+
+TransportFigures measure_transport() {
+  backend::parallel::Communicator& comm = backend::parallel::world();
+  TransportFigures f;
+  f.name = std::string(comm.name());
+  f.ranks = comm.size();
+  if (comm.size() <= 1) return f;
+  std::vector<float> buf(size_t{1} << 20, 0.0f);
+  auto median_of_5 = [&](size_t n) {
+    std::vector<double> runs;
+    for (int k = 0; k < 5; ++k)
+      runs.push_back(seconds_per_all_reduce(comm, buf, n));
+    std::sort(runs.begin(), runs.end());
+    return runs[2];
+  };
+  f.all_reduce_latency_us = median_of_5(1) * 1e6;
+  f.all_reduce_bandwidth_gbs =
+      static_cast<double>(buf.size() * sizeof(float)) / median_of_5(buf.size()) / 1e9;
+  return f;
 }
 
 int finish_parallel(int exit_code, const std::string& message) {

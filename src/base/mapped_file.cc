@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 namespace pagoda {
@@ -96,12 +98,43 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
+namespace {
+
+// True when [begin, end) lies inside one mapping of /proc/self/maps that is a read-only,
+// private mapping of a file (where dropping a page only means refaulting it from the file).
+bool in_read_only_file_mapping(uintptr_t begin, uintptr_t end) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return false;
+  bool found = false;
+  char line[512];
+  while (!found && std::fgets(line, sizeof(line), maps) != nullptr) {
+    uintmax_t lo = 0, hi = 0, offset = 0, inode = 0;
+    char perms[8] = {}, dev[16] = {};
+    if (std::sscanf(line, "%jx-%jx %7s %jx %15s %ju", &lo, &hi, perms, &offset, dev, &inode) != 6) {
+      continue;
+    }
+    if (begin < lo || begin >= hi) continue;
+    found = end <= hi && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p' && inode != 0;
+    break;
+  }
+  std::fclose(maps);
+  return found;
+}
+
+}  // namespace
+
 void release_pages(const uint8_t* begin, const uint8_t* end) {
 #ifdef MADV_PAGEOUT
   static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t b = reinterpret_cast<uintptr_t>(begin) / page * page;
   const uintptr_t e = reinterpret_cast<uintptr_t>(end) / page * page;
-  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_PAGEOUT);
+  if (e <= b) return;
+  // (b and e stay inside the mapping: it starts on a page, and e is rounded down.)
+  if (in_read_only_file_mapping(b, e)) {
+    madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+    return;
+  }
+  madvise(reinterpret_cast<void*>(b), e - b, MADV_PAGEOUT);
 #else
   (void)begin;
   (void)end;

@@ -34,10 +34,13 @@ class MappedFile {
   std::string path_;
 };
 
-// Hands the pages of [begin, end) back to the kernel (MADV_PAGEOUT: clean file pages are dropped
-// from this process, anonymous memory is kept or swapped), for memory that was read once and is
-// not needed again soon, e.g. weights already converted or re-laid-out. Purely advisory: the
-// data stays readable (refaulted from the file) and errors are ignored.
+// Hands the pages of [begin, end) back to the kernel, for memory that was read once and is not
+// needed again soon, e.g. weights already converted or re-laid-out. Inside one read-only private
+// file mapping (a MappedFile): MADV_DONTNEED, which unmaps them from this process even when
+// another process maps the same pages (the ranks of a tensor-parallel job read the same rows,
+// and MADV_PAGEOUT skips pages mapped twice); elsewhere MADV_PAGEOUT (anonymous memory is kept
+// or swapped). Purely advisory: the data stays readable (refaulted from the file or the page
+// cache) and errors are ignored.
 void release_pages(const uint8_t* begin, const uint8_t* end);
 
 }  // namespace pagoda

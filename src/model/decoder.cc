@@ -6,15 +6,19 @@
 #include <string>
 
 #include "backend/parallel/communicator.h"
+#include "backend/parallel/sharded_backend.h"
 #include "base/log.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "kernels/team.h"
+#include "model/micro_batch.h"
 #include "model/tensor_shard.h"
 
 namespace pagoda::model {
 namespace {
-enum Slot { kX = 0, kH, kOut, kFinal, kLogitShard, kLogitGather };
+enum Slot { kX = 0, kH, kOut, kFinal, kLogitShard, kLogitGather, kMicroLogits };
+// Pipeline stages: the hidden states travel stage to stage, the logits from the last to rank 0.
+constexpr int kTagHidden = 1, kTagLogits = 2;
 
 std::string blk(int32_t i, const char* name) {
   return "blk." + std::to_string(i) + "." + name;
@@ -218,6 +222,7 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
                            TensorShard shard)
     : DecoderModel(std::move(config), std::move(weights), std::move(source), backend) {
   tp_ = backend.tensor_parallel();
+  pp_ = backend.pipeline_parallel();  // (tensor x pipeline: a shard of one stage)
   shard_ = std::make_unique<TensorShard>(std::move(shard));
   PAGODA_CHECK(tp_.comm != nullptr && tp_.size == shard_->size && tp_.rank == shard_->rank);
 }
@@ -254,10 +259,14 @@ Result<ModelConfig> stage_layers(const ModelConfig& full, int32_t stage, int32_t
 DecoderModel::~DecoderModel() = default;
 
 uint64_t DecoderModel::weight_bytes() const {
+  // The placed (packed) copies, and the shard's column slices where they still are the ones read
+  // (their spill file's pages go once placed; heap copies stay). The token embedding stays in
+  // the file mapping: only the rows looked up are resident (a shard's rows under TP).
   uint64_t n = weights_ ? weights_->size() : 0;
   if (shard_) {
     for (const auto& b : shard_->owned)
       n += b.size();
+    if (!weights_) n += shard_->spill.size();
   }
   return n;
 }
@@ -349,7 +358,6 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   } else {
     reserve_attention_scratch(c, T, scratch_);
   }
-  lora_.build(batch);
   lora_.reserve_scratch(std::max<int64_t>({hidden, c.q_dim(), c.kv_dim(), c.ffn_dim}), scratch_);
   for (const DecoderLayer& L : w_.layers) {
     if (L.moe) {
@@ -358,9 +366,53 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
       reserve_ffn_scratch(L.ffn, T, scratch_);
     }
   }
+  if (pp_.size > 1 && batch.hidden_rows.empty()) {
+    forward_pipeline(batch, kv_layers, logits);
+    return;
+  }
+  lora_.build(batch);
   // The whole pass on the backend (the CPU's: every thread of the kernels' team runs this body
   // and each op splits its work across them, with no fork/join between ops).
   backend_.execute([&] { forward_on_team(batch, kv_layers, logits); });
+  if (pp_.size > 1) transfer_logits(R, logits);
+}
+
+void DecoderModel::forward_pipeline(const ForwardBatch& batch,
+                                    std::span<const kernels::KvLayerView> kv_layers,
+                                    float* logits) {
+  // One micro-batch per stage: stage s runs micro-batch i while stage s-1 runs i+1 (each send
+  // completes when the next stage takes it). Every stage cuts the same batch the same way.
+  const std::vector<MicroBatch> parts = split_micro_batches(batch, pp_.size);
+  const bool last_stage = pp_.stage == pp_.size - 1;
+  const auto vocab = static_cast<size_t>(config_.vocab_size);
+  size_t max_rows = 0;
+  for (const MicroBatch& mb : parts)
+    max_rows = std::max(max_rows, mb.logit_rows.size());
+  scratch_.reserve(kMicroLogits, max_rows * vocab);
+  float* part_logits = scratch_.get(kMicroLogits, max_rows * vocab);
+  for (const MicroBatch& mb : parts) {
+    lora_.build(mb.batch);
+    backend_.execute([&] { forward_on_team(mb.batch, kv_layers, part_logits); });
+    if (!last_stage) continue;
+    for (size_t j = 0; j < mb.logit_rows.size(); ++j) {
+      std::memcpy(logits + static_cast<size_t>(mb.logit_outputs[j]) * vocab,
+                  part_logits + j * vocab, vocab * sizeof(float));
+    }
+  }
+  // After every micro-batch: the last stage has every logit row (one message, so it never waits
+  // on rank 0 while rank 0 still sends it hidden states).
+  transfer_logits(static_cast<int64_t>(batch.logit_rows.size()), logits);
+}
+
+void DecoderModel::transfer_logits(int64_t R, float* logits) {
+  if (R == 0 || backend::parallel::stage_shard(pp_) != 0)
+    return;  // (shard 0 of the last stage: the whole rows)
+  const auto bytes = static_cast<size_t>(R * config_.vocab_size) * sizeof(float);
+  if (pp_.stage == pp_.size - 1) {
+    pp_.comm->send(logits, bytes, 0, kTagLogits);
+  } else if (pp_.stage == 0) {
+    pp_.comm->recv(logits, bytes, backend::parallel::stage_peer(pp_, pp_.size - 1), kTagLogits);
+  }
 }
 
 void DecoderModel::forward_on_team(const ForwardBatch& batch,
@@ -372,25 +424,38 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   float* h = scratch_.get(kH, static_cast<size_t>(T * hidden));
   float* out = scratch_.get(kOut, static_cast<size_t>(T * hidden));
 
-  // Pipeline stages: the hidden states travel stage to stage; the logits from the last to stage 0.
-  constexpr int kTagHidden = 1, kTagLogits = 2;
+  // Pipeline stages: the hidden states travel stage to stage (the logits: transfer_logits).
   const bool first_stage = pp_.stage == 0, last_stage = pp_.stage == pp_.size - 1;
   const auto hidden_bytes = static_cast<size_t>(T * hidden) * sizeof(float);
   if (!first_stage) {
-    kernels::team_first([&] { pp_.comm->recv(x, hidden_bytes, pp_.stage - 1, kTagHidden); });
+    kernels::team_first([&] {
+      pp_.comm->recv(x, hidden_bytes, backend::parallel::stage_peer(pp_, pp_.stage - 1),
+                     kTagHidden);
+    });
   }
-  if (first_stage)
+  if (first_stage) {
+    // Under tensor parallelism each shard reads only its vocabulary rows of the embedding (the
+    // output head's rows: the file pages of the others are never touched) and zeros for the
+    // other tokens; one all-reduce completes every row (x + 0 is exact).
+    const int64_t v0 = shard_ ? shard_->vocab_begin : 0;
+    const int64_t v1 = shard_ ? v0 + shard_->vocab_count : c.vocab_size;
     kernels::team_first([&] {
       for (int64_t t = 0; t < T; ++t) {
-        kernels::dequantize_row(w_.token_embd.dtype,
-                                w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]),
-                                x + t * hidden, hidden);
+        const int32_t token = batch.tokens[static_cast<size_t>(t)];
+        if (token < v0 || token >= v1) {
+          std::memset(x + t * hidden, 0, static_cast<size_t>(hidden) * sizeof(float));
+          continue;
+        }
+        kernels::dequantize_row(w_.token_embd.dtype, w_.token_embd.row(token), x + t * hidden,
+                                hidden);
       }
       if (c.embedding_scale != 1.0f) {
         for (int64_t i = 0; i < T * hidden; ++i)
           x[i] *= c.embedding_scale;
       }
     });
+    all_reduce(x, T * hidden);
+  }
   for (int32_t l = 0; l < c.num_layers; ++l) {
     const DecoderLayer& L = w_.layers[static_cast<size_t>(l)];
     const LoraLayer lora{&lora_, l};
@@ -432,12 +497,11 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
     kernels::rms_norm(batch.hidden, w_.output_norm.data(), H, hidden, c.rms_norm_eps, batch.hidden);
   }
   const int64_t R = static_cast<int64_t>(batch.logit_rows.size());
-  const auto logit_bytes = static_cast<size_t>(R * c.vocab_size) * sizeof(float);
   if (!last_stage) {
-    kernels::team_first([&] { pp_.comm->send(x, hidden_bytes, pp_.stage + 1, kTagHidden); });
-    if (first_stage && R > 0) {
-      kernels::team_first([&] { pp_.comm->recv(logits, logit_bytes, pp_.size - 1, kTagLogits); });
-    }
+    kernels::team_first([&] {
+      pp_.comm->send(x, hidden_bytes, backend::parallel::stage_peer(pp_, pp_.stage + 1),
+                     kTagHidden);
+    });
     return;
   }
   if (R == 0) return;
@@ -451,9 +515,6 @@ void DecoderModel::forward_on_team(const ForwardBatch& batch,
   kernels::rms_norm(final_rows, w_.output_norm.data(), R, hidden, c.rms_norm_eps, final_rows);
   output_logits(final_rows, R, logits);
   if (c.final_softcap > 0) kernels::softcap(logits, R * c.vocab_size, c.final_softcap);
-  if (pp_.size > 1) {
-    kernels::team_first([&] { pp_.comm->send(logits, logit_bytes, 0, kTagLogits); });
-  }
 }
 
 }  // namespace pagoda::model

@@ -82,6 +82,13 @@ class DecoderModel final : public Model {
   void forward_on_team(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                        float* logits);
 
+  // Pipeline stages: the batch in micro-batches (model/micro_batch.h), one pass each, then the
+  // logits from the last stage to rank 0.
+  void forward_pipeline(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
+                        float* logits);
+  // Pipeline stages: the last stage's shard 0 sends the R logit rows to rank 0 (stage 0).
+  void transfer_logits(int64_t R, float* logits);
+
   // Hands every matmul weight to the backend (Backend::place_weights), which copies it into its
   // memory, in the kernels' pre-packed layout where they have one.
   void place_weights();

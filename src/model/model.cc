@@ -1,6 +1,9 @@
 #include "model/model.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <unordered_map>
 
 #include "backend/parallel/communicator.h"
@@ -10,17 +13,36 @@ namespace pagoda::model {
 namespace {
 
 // The ranks a model is split across (tensor or pipeline parallelism); size 1: not split.
+// Every rank of the job: the pipeline's world, else the tensor-parallel group.
 backend::TensorParallel peers(const backend::Backend& backend) {
-  const backend::TensorParallel tp = backend.tensor_parallel();
-  if (tp.size > 1) return tp;
   const backend::PipelineParallel pp = backend.pipeline_parallel();
-  return backend::TensorParallel{pp.comm, pp.stage, pp.size};
+  if (pp.size > 1) return backend::TensorParallel{pp.comm, pp.comm->rank(), pp.comm->size()};
+  return backend.tensor_parallel();
 }
 
 void send_step(const backend::TensorParallel& tp, const std::vector<uint8_t>& bytes) {
   uint64_t n = bytes.size();
   tp.comm->broadcast(&n, sizeof(n), 0);
   tp.comm->broadcast(const_cast<uint8_t*>(bytes.data()), bytes.size(), 0);
+}
+
+// This process's resident memory in MiB from /proc/self/status: "RSS x (anon y, file z)", or
+// "" where there is no such file.
+std::string resident_memory() {
+  std::ifstream in("/proc/self/status");
+  std::string line, out;
+  for (const char* key : {"VmRSS:", "RssAnon:", "RssFile:"}) {
+    in.clear();
+    in.seekg(0);
+    while (std::getline(in, line)) {
+      if (line.rfind(key, 0) != 0) continue;
+      const double mib = std::strtod(line.c_str() + std::string(key).size(), nullptr) / 1024;
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%s %.1f MiB", key, mib);
+      out += out.empty() ? buf : std::string(", ") + buf;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -47,7 +69,12 @@ Status Model::run_worker() {
     comm.broadcast(bytes.data(), bytes.size(), 0);
     auto msg = decode_step(bytes);
     if (!msg.ok()) comm.abort(1, std::string(msg.status().message()));
-    if (msg->op == StepOp::kShutdown) return Status();
+    if (msg->op == StepOp::kShutdown) {
+      // Resident memory after serving: weights (placed copies, touched file pages) + KV + code.
+      std::fprintf(stderr, "pagoda: rank %d/%d at shutdown: %s\n", tp.rank, tp.size,
+                   resident_memory().c_str());
+      return Status();
+    }
     const KvCacheShape& shape = msg->kv;
     auto it = caches.find(shape.id);
     if (it != caches.end() && (it->second.num_blocks() != shape.num_blocks ||

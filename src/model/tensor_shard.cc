@@ -1,8 +1,13 @@
 #include "model/tensor_shard.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "base/check.h"
 #include "base/checked_math.h"
 #include "base/mapped_file.h"
 
@@ -78,6 +83,52 @@ Status shard_experts(const ModelConfig& local, int32_t rank, int32_t size, MoeWe
     PAGODA_RETURN_IF_ERROR(split_ffn(*moe.shared, int64_t{rank} * n, n, owned));
   }
   return Status();
+}
+
+// Moves shard.owned into an unlinked temporary file ($TMPDIR, else /tmp) mapped back read-only
+// and points the views at it (see TensorShard::spill). Keeps the heap copies when the file cannot
+// be made.
+void spill_owned(TensorShard& shard, DecoderWeights& w) {
+  if (shard.owned.empty()) return;
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir != nullptr && *dir != 0 ? dir : "/tmp") + "/pagoda-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  bool written = true;
+  for (const std::vector<uint8_t>& b : shard.owned) {
+    offsets.push_back(total);
+    total += b.size();
+    for (size_t done = 0; written && done < b.size();) {
+      const ssize_t n = ::write(fd, b.data() + done, b.size() - done);
+      if (n <= 0) written = false;
+      done += n > 0 ? static_cast<size_t>(n) : 0;
+    }
+  }
+  auto mapped = written ? MappedFile::open(path) : Result<MappedFile>(io_error("write failed"));
+  ::unlink(path.c_str());
+  ::close(fd);
+  if (!mapped.ok() || mapped->size() != total) return;
+  size_t moved = 0;
+  auto rebase = [&](kernels::WeightView& v) {
+    for (size_t i = 0; v.data != nullptr && i < shard.owned.size(); ++i) {
+      const uint8_t* b = shard.owned[i].data();
+      if (v.data >= b && v.data < b + shard.owned[i].size()) {
+        v.data = mapped->data() + offsets[i] + static_cast<size_t>(v.data - b);
+        ++moved;
+        return;
+      }
+    }
+  };
+  for (DecoderLayer& L : w.layers) {
+    rebase(L.attn.wo);
+    rebase(L.ffn.down);
+    if (L.moe && L.moe->shared) rebase(L.moe->shared->down);
+  }
+  PAGODA_CHECK(moved == shard.owned.size());  // every copy had exactly one view
+  shard.spill = std::move(mapped).value();
+  shard.owned.clear();
 }
 
 }  // namespace
@@ -163,7 +214,9 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
     }
     PAGODA_RETURN_IF_ERROR(split_ffn(L.ffn, f0, fn, shard.owned));
   }
-  w.output = rows_of(w.output, shard.vocab_begin, shard.vocab_count);
+  // (A pipeline stage other than the last has no output head.)
+  if (w.output.data != nullptr) w.output = rows_of(w.output, shard.vocab_begin, shard.vocab_count);
+  spill_owned(shard, w);
   return shard;
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "base/status.h"
 #include "model/decoder.h"
 #include "model/model_config.h"
@@ -29,8 +30,12 @@ struct TensorShard {
   int32_t vocab_begin = 0;  // this rank's output-head rows [vocab_begin, vocab_begin + count)
   int32_t vocab_count = 0;
   int32_t vocab_stride = 0;  // ceil(vocab / size): every rank's padded share of a logits row
-  // The column-sliced copies the views point at.
+  // The column-sliced copies the views point at: on the heap while sharding, then moved to an
+  // unlinked temporary file mapped back (`spill`), whose clean pages Backend::place_weights hands
+  // back after packing them (heap pages stay resident without swap). `owned` keeps them when no
+  // temporary file can be made.
   std::vector<std::vector<uint8_t>> owned;
+  MappedFile spill;
 };
 
 // The config shard `rank` of `size` computes with: num_heads, num_kv_heads and ffn_dim divided
@@ -40,7 +45,8 @@ struct TensorShard {
 // layers.
 Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size);
 
-// Narrows `weights` (bound for `full`) to shard `rank` of `size` in place.
+// Narrows `weights` (bound for `full`) to shard `rank` of `size` in place. The column slices
+// end in the shard's `spill` file mapping (or `owned`, see above).
 Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank, int32_t size,
                                           DecoderWeights& weights);
 

@@ -20,6 +20,10 @@ void LocalCommunicator::recv(void*, size_t, int peer, int) {
   abort(1, "recv from rank " + std::to_string(peer) + " in a job of one rank");
 }
 
+std::unique_ptr<Communicator> LocalCommunicator::split(int, int) {
+  return std::make_unique<LocalCommunicator>();
+}
+
 void LocalCommunicator::abort(int code, std::string_view message) {
   std::fprintf(stderr, "pagoda: %.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(stderr);

@@ -31,6 +31,10 @@ class Communicator {
   virtual void send(const void* bytes, size_t n, int peer, int tag) = 0;
   virtual void recv(void* bytes, size_t n, int peer, int tag) = 0;
   virtual void barrier() = 0;
+  // Collective: the ranks with the same `color` form a communicator of their own, ordered by
+  // `key` (then by rank here). Tensor x pipeline parallelism splits the job into one group per
+  // stage for the stage's all-reduces.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Ends every rank of the job with exit code `code` after printing `message` (with this
   // rank's number) to stderr. Not collective: one rank that cannot go on calls it.
   [[noreturn]] virtual void abort(int code, std::string_view message) = 0;
@@ -48,6 +52,7 @@ class LocalCommunicator final : public Communicator {
   void send(const void* bytes, size_t n, int peer, int tag) override;
   void recv(void* bytes, size_t n, int peer, int tag) override;
   void barrier() override {}
+  std::unique_ptr<Communicator> split(int, int) override;
   [[noreturn]] void abort(int code, std::string_view message) override;
 };
 

@@ -23,9 +23,16 @@ namespace {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // Over `comm` (MPI_COMM_WORLD, or a group split from it, which this object then frees).
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm_ != MPI_COMM_WORLD && !finalized) MPI_Comm_free(&comm_);
   }
   std::string_view name() const override { return "mpi"; }
   int rank() const override { return rank_; }
@@ -34,7 +41,7 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(float* data, size_t n) override {
     for (size_t done = 0; done < n;) {
       const int c = chunk(n - done);
-      check(MPI_Allreduce(MPI_IN_PLACE, data + done, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+      check(MPI_Allreduce(MPI_IN_PLACE, data + done, c, MPI_FLOAT, MPI_SUM, comm_),
             "MPI_Allreduce");
       done += static_cast<size_t>(c);
     }
@@ -43,21 +50,22 @@ class MpiCommunicator final : public Communicator {
     auto* p = static_cast<char*>(bytes);
     for (size_t done = 0; done < n;) {
       const int c = chunk(n - done);
-      check(MPI_Bcast(p + done, c, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+      check(MPI_Bcast(p + done, c, MPI_BYTE, root, comm_), "MPI_Bcast");
       done += static_cast<size_t>(c);
     }
   }
   void all_gather(const void* send, size_t n, void* recv) override {
-    if (n > static_cast<size_t>(INT_MAX)) die(rank_, "all_gather of more than 2 GiB per rank", 1);
+    if (n > static_cast<size_t>(INT_MAX))
+      die(world_rank_, "all_gather of more than 2 GiB per rank", 1);
     check(MPI_Allgather(send, static_cast<int>(n), MPI_BYTE, recv, static_cast<int>(n), MPI_BYTE,
-                        MPI_COMM_WORLD),
+                        comm_),
           "MPI_Allgather");
   }
   void send(const void* bytes, size_t n, int peer, int tag) override {
     const auto* p = static_cast<const char*>(bytes);
     for (size_t done = 0; done < n;) {
       const int c = chunk(n - done);
-      check(MPI_Send(p + done, c, MPI_BYTE, peer, tag, MPI_COMM_WORLD), "MPI_Send");
+      check(MPI_Send(p + done, c, MPI_BYTE, peer, tag, comm_), "MPI_Send");
       done += static_cast<size_t>(c);
     }
   }
@@ -65,14 +73,19 @@ class MpiCommunicator final : public Communicator {
     auto* p = static_cast<char*>(bytes);
     for (size_t done = 0; done < n;) {
       const int c = chunk(n - done);
-      check(MPI_Recv(p + done, c, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-            "MPI_Recv");
+      check(MPI_Recv(p + done, c, MPI_BYTE, peer, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
       done += static_cast<size_t>(c);
     }
   }
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm group = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color, key, &group), "MPI_Comm_split");
+    MPI_Comm_set_errhandler(group, MPI_ERRORS_RETURN);
+    return std::make_unique<MpiCommunicator>(group);
+  }
   [[noreturn]] void abort(int code, std::string_view message) override {
-    die(rank_, message, code);
+    die(world_rank_, message, code);
   }
 
  private:
@@ -82,9 +95,11 @@ class MpiCommunicator final : public Communicator {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, text, &len);
-    die(rank_, std::string(call) + " failed: " + std::string(text, static_cast<size_t>(len)), 1);
+    die(world_rank_, std::string(call) + " failed: " + std::string(text, static_cast<size_t>(len)),
+        1);
   }
-  int rank_ = 0, size_ = 1;
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1, world_rank_ = 0;
 };
 
 }  // namespace
@@ -105,7 +120,7 @@ std::unique_ptr<Communicator> init_mpi_world() {
   }
   // Failures come back as codes, so the message names the call and the rank before the abort.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  return std::make_unique<MpiCommunicator>();
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
 }
 
 void finalize_mpi_world() {

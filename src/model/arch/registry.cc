@@ -28,19 +28,24 @@ Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
   PAGODA_RETURN_IF_ERROR(validate_config(config));
   WeightBinder binder(*source);
   PAGODA_ASSIGN_OR_RETURN(DecoderWeights weights, bind_decoder_weights(config, binder));
+  // Pipeline stage first (its layers), then the tensor shard of those layers.
   const backend::PipelineParallel pp = backend.pipeline_parallel();
+  ModelConfig staged = config;
   if (pp.size > 1) {
-    PAGODA_ASSIGN_OR_RETURN(ModelConfig stage, stage_layers(config, pp.stage, pp.size, weights));
-    return std::unique_ptr<Model>(std::make_unique<DecoderModel>(
-        std::move(stage), std::move(weights), std::move(source), backend, PipelineStage{}));
+    PAGODA_ASSIGN_OR_RETURN(staged, stage_layers(config, pp.stage, pp.size, weights));
   }
   const backend::TensorParallel tp = backend.tensor_parallel();
   if (tp.size > 1) {
     PAGODA_ASSIGN_OR_RETURN(ModelConfig local, shard_config(config, tp.rank, tp.size));
+    local.num_layers = staged.num_layers;
     PAGODA_ASSIGN_OR_RETURN(TensorShard shard,
                             shard_decoder_weights(config, tp.rank, tp.size, weights));
     return std::unique_ptr<Model>(std::make_unique<DecoderModel>(
         std::move(local), std::move(weights), std::move(source), backend, std::move(shard)));
+  }
+  if (pp.size > 1) {
+    return std::unique_ptr<Model>(std::make_unique<DecoderModel>(
+        std::move(staged), std::move(weights), std::move(source), backend, PipelineStage{}));
   }
   return std::unique_ptr<Model>(
       std::make_unique<DecoderModel>(config, std::move(weights), std::move(source), backend));

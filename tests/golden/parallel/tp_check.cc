@@ -1,13 +1,15 @@
-// Tensor parallelism against the single-process engine, run under `mpirun -np 2` (ctest label
-// mpi). Rank 0 computes every reference on its own (a whole model on the CPU backend, itself
-// checked against llama.cpp by fidelity_test) and the same with the model split over both ranks;
-// rank 1 serves its shard for each tensor-parallel model rank 0 loads.
-//  1. logits: the prompt rows and the greedy continuation of the fixture prompts (p1, p2) for
-//     llama-Q8_0, qwen2-Q8_0, llama-F16 and (experts split by index) moe-Q8_0: every logit within
-//     0.02 x the row's std of the single-process value, greedy tokens identical;
+// Tensor and pipeline parallelism against the single-process engine, run under `mpirun -np 2`
+// (TP=2, EP=2, PP=2) or `mpirun -np 4` (TP=2 x PP=2) (ctest label mpi). Rank 0 computes every
+// reference on its own (a whole model on the CPU backend, itself checked against llama.cpp by
+// fidelity_test) and the same with the model split over the job; the other ranks serve their
+// shard or stage for each split model rank 0 loads.
+//  1. logits: the prompt rows and the greedy continuation of the fixture prompts (p1, p2): every
+//     logit within 0.02 x the row's std of the single-process value, greedy tokens identical.
+//     -np 2: TP=2 on llama-Q8_0, qwen2-Q8_0, llama-F16 and (experts split by index) moe-Q8_0;
+//     PP=2 on llama-Q8_0, qwen2-Q8_0, moe-Q8_0. -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0.
 //  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
-//     through pagoda::Engine with tensor_parallel_size 2: token-identical to
-//     tensor_parallel_size 1.
+//     through pagoda::Engine split (-np 2: TP=2, then PP=2 with micro-batches; -np 4: TP=2 x
+//     PP=2): token-identical to one process.
 // Exits 0 when every check passes; a failure makes rank 0 end the job non-zero.
 #include <chrono>
 #include <cmath>
@@ -45,16 +47,24 @@ std::string prompt_of(const std::string& p) {
   return "def fibonacci(n):\n    return";
 }
 
-// Rank 0: single-process vs tensor-parallel (or pipeline-parallel) logits for one model.
-void compare_logits(const std::string& dir, const std::string& name, bool pipeline) {
+// The layout's name in the checks' lines: "TP=2", "PP=2", "TP=2 x PP=2".
+std::string layout(int32_t tp, int32_t pp) {
+  std::string s;
+  if (tp > 1) s = "TP=" + std::to_string(tp);
+  if (pp > 1) s += (s.empty() ? "PP=" : " x PP=") + std::to_string(pp);
+  return s;
+}
+
+// Rank 0: single-process vs split (tensor x pipeline layout tp x pp) logits for one model.
+void compare_logits(const std::string& dir, const std::string& name, int32_t tp, int32_t pp) {
   const std::string path = dir + "/models/" + name + ".gguf";
   auto whole = loader::load_model(path);
-  auto split =
-      loader::load_model(path, pipeline ? api::model_backend(1, 2) : api::model_backend(2));
+  auto split = loader::load_model(path, api::model_backend(tp, pp));
   if (!whole.ok() || !split.ok()) {
     check(false, name + ": load: " + (whole.ok() ? split : whole).status().message());
     return;
   }
+  const std::string mode = layout(tp, pp);
   for (const char* p : {"p1", "p2"}) {
     const std::string prompt = prompt_of(p);
     auto a = diagnostics::trace_logits(*whole, prompt, 8, tensor::DType::kF16, false);
@@ -81,15 +91,15 @@ void compare_logits(const std::string& dir, const std::string& name, bool pipeli
     }
     char buf[160];
     std::snprintf(buf, sizeof(buf),
-                  "%s %s %s: %zu rows, max |split - whole| = %.2e x std (limit 0.02)",
-                  pipeline ? "PP=2" : "TP=2", name.c_str(), p, rows, worst);
+                  "%s %s %s: %zu rows, max |split - whole| = %.2e x std (limit 0.02)", mode.c_str(),
+                  name.c_str(), p, rows, worst);
     check(rows > 0 && a->rows.size() == b->rows.size() && worst <= 0.02, buf);
     check(a->greedy_tokens == b->greedy_tokens && !a->greedy_tokens.empty(),
-          std::string(pipeline ? "PP=2 " : "TP=2 ") + name + " " + p + ": greedy tokens identical");
+          mode + " " + name + " " + p + ": greedy tokens identical");
   }
 }
 
-EngineConfig engine_config(const std::string& path, int32_t tp) {
+EngineConfig engine_config(const std::string& path, int32_t tp, int32_t pp = 1) {
   EngineConfig c;
   c.model_path = path;
   c.kv_cache_bytes = 32ull << 20;
@@ -99,16 +109,18 @@ EngineConfig engine_config(const std::string& path, int32_t tp) {
   c.num_threads = 1;
   c.warm_up = false;
   c.tensor_parallel_size = tp;
+  c.pipeline_parallel_size = pp;
   return c;
 }
 
 using Tokens = std::map<std::pair<std::string, int32_t>, std::vector<int32_t>>;
 
 // 16 concurrent greedy requests (every fourth with n = 2; half share a 20-token prefix).
-Tokens run_engine(const std::string& path, int32_t tp) {
-  auto created = Engine::create(engine_config(path, tp));
+Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1) {
+  const std::string mode = tp * pp == 1 ? "single process" : layout(tp, pp);
+  auto created = Engine::create(engine_config(path, tp, pp));
   if (!created.ok()) {
-    check(false, "engine tp=" + std::to_string(tp) + ": " + created.status().message());
+    check(false, "engine " + mode + ": " + created.status().message());
     return {};
   }
   Engine& engine = **created;
@@ -145,10 +157,27 @@ Tokens run_engine(const std::string& path, int32_t tp) {
   }
   std::unique_lock<std::mutex> l(mu);
   const bool done = cv.wait_for(l, std::chrono::minutes(3), [&] { return finals >= expected; });
-  check(done, "engine tp=" + std::to_string(tp) + ": all " + std::to_string(expected) +
-                  " samples finished");
+  check(done, "engine " + mode + ": all " + std::to_string(expected) + " samples finished");
   return out;
 }
+
+// Every sample of `split` token-identical to `whole`'s (20 samples: 16 requests, 4 with n = 2).
+void compare_engines(const Tokens& whole, const Tokens& split, const std::string& mode) {
+  size_t same = 0;
+  for (const auto& [key, tokens] : whole) {
+    auto it = split.find(key);
+    if (it != split.end() && it->second == tokens && !tokens.empty()) ++same;
+  }
+  check(whole.size() == 20 && split.size() == whole.size() && same == whole.size(),
+        "engine: " + std::to_string(same) + " of " + std::to_string(whole.size()) +
+            " samples token-identical at " + mode);
+}
+
+// The loads rank 0 makes, in order: (model, tp, pp); engine runs use engine_model.
+struct Load {
+  std::string name;
+  int32_t tp, pp;
+};
 
 }  // namespace
 
@@ -158,45 +187,44 @@ int main(int argc, char** argv) {
     std::printf("SKIP: fixtures not found at %s\n", dir.c_str());
     return finish_parallel(0);
   }
-  if (parallel_size() != 2) {
-    std::printf("FAIL: run under mpirun -np 2 (this job has %d ranks)\n", parallel_size());
-    return finish_parallel(1, "tp_check needs 2 ranks");
+  const int ranks = parallel_size();
+  if (ranks != 2 && ranks != 4) {
+    std::printf("FAIL: run under mpirun -np 2 or 4 (this job has %d ranks)\n", ranks);
+    return finish_parallel(1, "tp_check needs 2 or 4 ranks");
   }
   kernels::set_num_threads(1);
-  const std::vector<std::string> models = {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0"};
-  const std::string engine_model = dir + "/models/llama-Q8_0.gguf";
-  // Pipeline parallelism: 2 stages of one layer each.
-  const std::vector<std::string> pipeline_models = {"llama-Q8_0", "qwen2-Q8_0", "moe-Q8_0"};
+  const std::string engine_name = "llama-Q8_0";
+  // -np 2: TP=2 (EP=2 on the MoE model), then PP=2 (2 stages of one layer each), with engine
+  // runs at TP=2 and PP=2 (micro-batches). -np 4: TP=2 x PP=2, with an engine run.
+  std::vector<Load> logit_loads, engine_loads;
+  if (ranks == 2) {
+    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0"})
+      logit_loads.push_back({m, 2, 1});
+    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "moe-Q8_0"})
+      logit_loads.push_back({m, 1, 2});
+    engine_loads = {{engine_name, 2, 1}, {engine_name, 1, 2}};
+  } else {
+    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0"})
+      logit_loads.push_back({m, 2, 2});
+    engine_loads = {{engine_name, 2, 2}};
+  }
   if (parallel_rank() != 0) {
-    // One shard per tensor-parallel model rank 0 loads, in the same order.
-    for (const std::string& name : models) {
-      Status s = run_parallel_worker(engine_config(dir + "/models/" + name + ".gguf", 2));
-      if (!s.ok()) return finish_parallel(1, s.message());
-    }
-    Status s = run_parallel_worker(engine_config(engine_model, 2));
-    if (!s.ok()) return finish_parallel(1, s.message());
-    for (const std::string& name : pipeline_models) {
-      EngineConfig c = engine_config(dir + "/models/" + name + ".gguf", 1);
-      c.pipeline_parallel_size = 2;
-      s = run_parallel_worker(c);
-      if (!s.ok()) return finish_parallel(1, s.message());
+    // One shard or stage per split model rank 0 loads, in the same order.
+    for (const auto& loads : {logit_loads, engine_loads}) {
+      for (const Load& l : loads) {
+        Status s =
+            run_parallel_worker(engine_config(dir + "/models/" + l.name + ".gguf", l.tp, l.pp));
+        if (!s.ok()) return finish_parallel(1, s.message());
+      }
     }
     return finish_parallel(0);
   }
-  for (const std::string& name : models)
-    compare_logits(dir, name, false);
+  for (const Load& l : logit_loads)
+    compare_logits(dir, l.name, l.tp, l.pp);
+  const std::string engine_model = dir + "/models/" + engine_name + ".gguf";
   const Tokens whole = run_engine(engine_model, 1);
-  const Tokens split = run_engine(engine_model, 2);
-  size_t same = 0;
-  for (const auto& [key, tokens] : whole) {
-    auto it = split.find(key);
-    if (it != split.end() && it->second == tokens && !tokens.empty()) ++same;
-  }
-  check(whole.size() == 20 && split.size() == whole.size() && same == whole.size(),
-        "engine: " + std::to_string(same) + " of " + std::to_string(whole.size()) +
-            " samples token-identical at tensor_parallel_size 2");
-  for (const std::string& name : pipeline_models)
-    compare_logits(dir, name, true);
+  for (const Load& l : engine_loads)
+    compare_engines(whole, run_engine(engine_model, l.tp, l.pp), layout(l.tp, l.pp));
   std::printf("%d failure(s)\n", failures);
   return finish_parallel(failures == 0 ? 0 : 1, "tp_check failed");
 }

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -27,6 +31,56 @@ TEST(MappedFileTest, MapsContents) {
   MappedFile moved = std::move(f).value();
   EXPECT_EQ(moved.size(), 5u);
   std::filesystem::remove(path);
+}
+
+// This process's resident KiB of the mapping that starts at `start` (/proc/self/smaps), or -1.
+long resident_kib(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(' ') < line.find(':')) {
+      in = lo == reinterpret_cast<uintptr_t>(start);
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      return std::strtol(line.c_str() + 4, nullptr, 10);
+    }
+  }
+  return -1;
+}
+
+TEST(MappedFileTest, ReleasedFilePagesLeaveThisProcessAndStayReadable) {
+  auto path = std::filesystem::temp_directory_path() / "pagoda_release_pages_test.bin";
+  const size_t size = 64 * 4096;
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (size_t i = 0; i < size; ++i)
+      out.put(static_cast<char>(i * 7 % 251));
+  }
+  auto f = MappedFile::open(path.string());
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  unsigned sum = 0;
+  for (size_t i = 0; i < size; i += 512)
+    sum += f->data()[i];
+  EXPECT_GE(resident_kib(f->data()), 200);  // touched
+  release_pages(f->data(), f->data() + size);
+  EXPECT_EQ(resident_kib(f->data()), 0);  // unmapped from this process (MADV_DONTNEED)
+  unsigned again = 0;
+  for (size_t i = 0; i < size; i += 512)
+    again += f->data()[i];
+  EXPECT_EQ(again, sum);
+  for (size_t i = 0; i < size; i += 4093)
+    ASSERT_EQ(f->data()[i], static_cast<uint8_t>(i * 7 % 251));
+  std::filesystem::remove(path);
+}
+
+TEST(MappedFileTest, ReleasedHeapPagesKeepTheirContents) {
+  std::vector<uint8_t> heap(64 * 4096);
+  for (size_t i = 0; i < heap.size(); ++i)
+    heap[i] = static_cast<uint8_t>(i * 13 % 253);
+  release_pages(heap.data(), heap.data() + heap.size());  // (MADV_PAGEOUT: never zeroes)
+  for (size_t i = 0; i < heap.size(); ++i)
+    ASSERT_EQ(heap[i], static_cast<uint8_t>(i * 13 % 253));
 }
 
 TEST(MappedFileTest, MissingFileIsNotFound) {
