@@ -447,6 +447,50 @@ TEST(BeamSearchKv, FailsCleanlyInsteadOfPreemption) {
   EXPECT_NE(st.message().find("KV blocks"), std::string::npos) << st.to_string();
 }
 
+// Two beam requests batched with a greedy one whose prompt is chunked to the few tokens a budget
+// of 8 leaves after the beams' decodes: every request returns exactly what it returns alone.
+TEST(BeamSearchKv, BatchedUnderASmallBudgetEqualsSolo) {
+  EngineConfig c = config("demo");
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 8;
+  auto e = make_engine(c);
+  ASSERT_NE(e, nullptr);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* text : {"Once upon a time there was a little girl named Lily.",
+                           "The big brown dog ran to the park to play with a red ball.",
+                           "Tom had a toy car that he loved very much."}) {
+    prompts.push_back(e->tokenize(text, true, false));
+  }
+  std::vector<std::map<int32_t, Sink::Out>> solo_beam;
+  std::vector<std::vector<int32_t>> solo_greedy;
+  for (size_t i = 0; i < 2; ++i)
+    solo_beam.push_back(run(*e, beam_request("solo", prompts[i], 3, 3, 10, true)));
+  solo_greedy.push_back(greedy(*e, prompts[2], 16, true));
+  std::vector<std::unique_ptr<Sink>> sinks;
+  for (size_t i = 0; i < 2; ++i) {
+    sinks.push_back(std::make_unique<Sink>());
+    ASSERT_TRUE(e->add_request(beam_request("b" + std::to_string(i), prompts[i], 3, 3, 10, true),
+                               sinks.back()->callback())
+                    .ok());
+  }
+  GenerateRequest g;
+  g.request_id = "g";
+  g.prompt_tokens = prompts[2];
+  g.sampling.temperature = 0.0f;
+  g.stop.max_tokens = 16;
+  g.stop.ignore_eos = true;
+  sinks.push_back(std::make_unique<Sink>());
+  ASSERT_TRUE(e->add_request(std::move(g), sinks.back()->callback()).ok());
+  for (size_t i = 0; i < 2; ++i) {
+    const auto o = sinks[i]->wait(3);
+    for (int32_t k = 0; k < 3; ++k)
+      EXPECT_EQ(o.at(k).tokens, solo_beam[i].at(k).tokens) << "request " << i << " beam " << k;
+  }
+  EXPECT_EQ(sinks[2]->wait(1).at(0).tokens, solo_greedy[0]);
+  EXPECT_TRUE(e->wait_idle(std::chrono::seconds(30)));
+  EXPECT_EQ(e->stats().num_used_blocks, 0);
+}
+
 TEST(BeamSearchKv, RefusesUnsupportedFieldsByName) {
   auto e = make_engine(config("demo"));
   ASSERT_NE(e, nullptr);
