@@ -91,6 +91,7 @@ void GenerationJob::start() {
     req.cache_salt = spec_.cache_salt;
     req.lora_name = spec_.lora_name;
     req.n = spec_.n;
+    req.beam_search = spec_.beam_search;
     req.skip_special_tokens = spec_.skip_special_tokens;
     prompt_usage_[p].prompt_tokens = static_cast<int32_t>(req.prompt_tokens.size());
     Status st = engine_.add_request(std::move(req), [self, p, exec = executor_](RequestOutput out) {

@@ -136,6 +136,7 @@ void run_offline_completion(GenerationSpec spec, Engine& engine, OfflineDone don
     req.priority = s.priority;
     req.cache_salt = s.cache_salt;
     req.n = s.n;
+    req.beam_search = s.beam_search;
     req.skip_special_tokens = s.skip_special_tokens;
     const std::string id = req.request_id;
     Status st = engine.add_request(std::move(req), [run, p](RequestOutput out) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/openai_beam_search.h"
 #include "server/openai_constraints.h"
 
 namespace pagoda::server {
@@ -274,6 +275,9 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) 
                                                  "grammar",
                                                  "json_schema",
                                                  "best_of",
+                                                 "use_beam_search",
+                                                 "length_penalty",
+                                                 "early_stopping",
                                                  "user",
                                                  "logprobs",
                                                  "add_special_tokens"};
@@ -290,13 +294,12 @@ std::optional<ApiError> check_known_fields(const json& body, Endpoint endpoint) 
       "service_tier", "web_search_options", "reasoning_effort", "verbosity", "prompt_cache_key",
       "safety_identifier",
       // vLLM
-      "use_beam_search", "length_penalty", "early_stopping", "spaces_between_special_tokens",
-      "truncate_prompt_tokens", "allowed_token_ids", "bad_words", "guided_decoding_backend",
-      "guided_whitespace_pattern", "logits_processors", "return_tokens_as_token_ids",
-      "return_token_ids", "documents", "chat_template", "chat_template_kwargs",
-      "mm_processor_kwargs", "continue_final_message", "request_id", "kv_transfer_params",
-      "vllm_xargs", "prompt_embeds", "include_reasoning", "thinking_token_budget",
-      "repetition_detection",
+      "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
+      "guided_decoding_backend", "guided_whitespace_pattern", "logits_processors",
+      "return_tokens_as_token_ids", "return_token_ids", "documents", "chat_template",
+      "chat_template_kwargs", "mm_processor_kwargs", "continue_final_message", "request_id",
+      "kv_transfer_params", "vllm_xargs", "prompt_embeds", "include_reasoning",
+      "thinking_token_budget", "repetition_detection",
       // llama.cpp
       "n_predict", "n_probs", "typical_p", "tfs_z", "mirostat", "mirostat_tau", "mirostat_eta",
       "penalize_nl", "repeat_last_n", "repeat_penalty", "dry_multiplier", "dry_base",
@@ -404,13 +407,7 @@ std::optional<ApiError> parse_common(const json& body, const Fields& f, const En
     PAGODA_TRY(sf.boolean("include_usage", spec.include_usage));
   }
   PAGODA_TRY(parse_structured_outputs(body, sp.structured));
-  if (const json* bo = f.find("best_of")) {
-    int64_t best_of = 0;
-    PAGODA_TRY(Fields::to_integer(*bo, "best_of", 1, cfg.max_n, best_of));
-    if (best_of != spec.n) {
-      return from_status(unimplemented("best_of other than n is not supported"), "best_of");
-    }
-  }
+  // best_of: checked with the beam-search fields (parse_beam_search).
   return std::nullopt;
 }
 
@@ -721,6 +718,7 @@ std::optional<ApiError> parse_generation_request(const std::string& body, Endpoi
   // Echo with logprobs reports the prompt tokens' logprobs too: one prompt pass serves both.
   spec.sampling.prompt_logprobs =
       std::max(spec.echo && spec.logprobs ? spec.top_logprobs : -1, spec.prompt_logprobs);
+  PAGODA_TRY(parse_beam_search(j, spec));
   return std::nullopt;
 }
 

@@ -45,6 +45,7 @@ struct GenerationSpec {
   bool skip_special_tokens = true;
   std::string cache_salt;
   std::string lora_name;  // the LoRA adapter "model" named ("" = the base model)
+  std::optional<BeamSearchParams> beam_search;  // use_beam_search (openai_beam_search.h)
   // Chat: how the output is split (OutputParser): tool calls in this format when the request
   // has tools (and tool_choice is not none), reasoning per the server's --reasoning-parser.
   ToolCallFormat tool_format = ToolCallFormat::kNone;

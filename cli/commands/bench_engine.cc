@@ -70,6 +70,7 @@ struct BenchOpts {
   LoraOptions lora;  // with adapters, request i runs adapter i % (number of adapters)
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  int32_t beam_width = 0;  // > 0: the beam-search KV comparison (bench_beam.cc) instead
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -100,6 +101,9 @@ int run_bench(const BenchOpts& o) {
   cfg.tensor_parallel_size = o.tensor_parallel_size;
   cfg.pipeline_parallel_size = o.pipeline_parallel_size;
   if (auto worker = run_as_parallel_worker(cfg)) return *worker;
+  if (o.beam_width > 0) {
+    return run_bench_beam(cfg, o.beam_width, o.input_len, o.output_len, o.seed, o.json);
+  }
   StructuredOutputs constraint;
   if (!o.json_schema_file.empty()) {
     std::ifstream in(o.json_schema_file, std::ios::binary);
@@ -332,6 +336,10 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
                   "Mixed lengths: input/output lengths uniform in [L(1-R), L(1+R)]")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_flag("--json", o->json, "Print the results as JSON");
+  cmd->add_option("--beam-width", o->beam_width,
+                  "Instead: peak KV blocks of one beam-search request of this width vs as many "
+                  "independent sequences (--input-len, --output-len)")
+      ->check(CLI::Range(1, BeamSearchParams::kMaxBeamWidth));
   cmd->add_option("--json-schema", o->json_schema_file,
                   "Constrain every request's output to this JSON Schema (file)");
   cmd->add_option("--seed", o->seed, "Seed for prompts and sampling");

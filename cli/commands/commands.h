@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "pagoda/engine.h"
 
 namespace pagoda::cli {
 
@@ -29,6 +30,9 @@ void register_router(CLI::App& app, CommandAction& action);
 void register_run_batch(CLI::App& app, CommandAction& action);
 
 void register_bench(CLI::App& app, CommandAction& action);
+// bench engine --beam-width (bench_beam.cc): peak KV blocks of a beam request vs independent ones.
+int run_bench_beam(EngineConfig cfg, int32_t beam_width, int32_t input_len, int32_t output_len,
+                   uint64_t seed, bool json);
 
 // The `bench` command group: bench.cc gives it the model-speed options; `bench engine` and
 // `bench serve` are its subcommands.

@@ -104,6 +104,23 @@ struct StopConditions {
   bool include_stop_str_in_output = false;  // also streams a matched stop string / stop token
 };
 
+// Beam search (vLLM's use_beam_search / best_of / length_penalty / early_stopping): the request
+// keeps up to beam_width live beams, forked sequences sharing KV blocks copy-on-write; each step
+// the 2 x beam_width best continuations by cumulative logprob (log_softmax of the raw logits)
+// are taken across beams. A finished hypothesis ranks by cumulative logprob / (L **
+// length_penalty), L = its generated tokens, a final EOS included. Output: the n best
+// hypotheses as samples 0..n-1 (n <= beam_width), each delivered as one finished output.
+// Requires greedy sampling params (temperature 0, no penalties, bias, logprobs or structured
+// outputs), no stop strings and min_tokens 0 (Engine::add_request refuses others by name).
+// Design: docs/design/beam-search.md.
+struct BeamSearchParams {
+  enum class EarlyStopping { kFalse, kTrue, kNever };  // as transformers' BeamSearchScorer
+  int32_t beam_width = 1;                              // 1..kMaxBeamWidth
+  float length_penalty = 1.0f;
+  EarlyStopping early_stopping = EarlyStopping::kFalse;
+  static constexpr int32_t kMaxBeamWidth = 10;  // 2 x width top logprobs per beam (<= 20)
+};
+
 struct GenerateRequest {
   std::string request_id;              // unique among live requests
   std::vector<int32_t> prompt_tokens;  // non-empty, ids < vocab
@@ -118,6 +135,7 @@ struct GenerateRequest {
   bool skip_special_tokens = true;  // control tokens (EOS, <|im_end|>, ...) produce no text
   // The loaded LoRA adapter to run the request with ("" = the base model); not_found if unknown.
   std::string lora_name;
+  std::optional<BeamSearchParams> beam_search;  // set: beam search (n <= beam_width)
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
@@ -178,6 +196,10 @@ struct RequestOutput {
   std::vector<float> embedding;
   RequestUsage usage;      // on finished outputs (per sample: prompt counted in each)
   RequestTimings timings;  // on finished outputs
+  // Beam search: the hypothesis' cumulative logprob and its ranking score (cumulative logprob /
+  // length ** length_penalty), on the finished output of each beam.
+  std::optional<double> beam_cumulative_logprob;
+  std::optional<double> beam_score;
 };
 
 // A snapshot; counters (_total, num_steps, sums) only grow.
@@ -188,6 +210,7 @@ struct EngineStats {
   int64_t num_blocks = 0;     // usable KV blocks
   int32_t block_size = 0;
   int64_t num_used_blocks = 0;
+  int64_t peak_used_blocks = 0;      // the most blocks in use at once (after a step's scheduling)
   int64_t num_live_tokens = 0;       // tokens whose KV the running sequences hold (shared once)
   int64_t prefix_cache_queries = 0;  // tokens looked up
   int64_t prefix_cache_hits = 0;     // tokens found

@@ -19,6 +19,7 @@ struct EngineCore::Group {
   Clock::time_point arrival;
   int32_t num_finished = 0;     // samples that got their final output
   bool forked = false;          // the root produced its first token, so its children exist
+  bool beam_search = false;     // one final event carries the n best beams (beam_search.h)
   std::vector<RequestId> live;  // scheduler sequences not finished yet
   // SamplingParams::prompt_logprobs >= 0: collected in prompt order (entry i: prompt token
   // i + 1), sent with each sample's first output.
@@ -80,6 +81,7 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
     }
   }
   if (request.n < 1) return invalid_argument("n must be >= 1, got {}", request.n);
+  if (request.beam_search) PAGODA_RETURN_IF_ERROR(validate_beam_request(request));
   auto options = std::make_shared<OutputOptions>();
   if (!request.stop.stop_strings.empty()) {
     PAGODA_ASSIGN_OR_RETURN(options->stop_strings,
@@ -94,7 +96,9 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
   NewRequest nr;
   nr.prompt_token_ids = std::move(request.prompt_tokens);
   nr.sampling = std::move(request.sampling);
-  nr.n = request.n;
+  nr.n = request.beam_search ? 1 : request.n;
+  nr.beam_search = request.beam_search;
+  nr.beam_num_results = request.n;
   nr.stop.max_tokens = request.stop.max_tokens;
   nr.stop.min_tokens = request.stop.min_tokens;
   nr.stop.eos_token_ids = config_.eos_token_ids;
@@ -110,6 +114,7 @@ Status EngineCore::add_request(GenerateRequest request, OutputCallback on_output
   group->request_id = request.request_id;
   group->callback = std::make_shared<OutputCallback>(std::move(on_output));
   group->n = request.n;
+  group->beam_search = request.beam_search.has_value();
   group->arrival = arrival;
   group->wants_prompt_logprobs = wants_prompt_logprobs;
   auto state = std::make_unique<SequenceOutputState>(tokenizer_, options, 0, arrival);
@@ -152,6 +157,7 @@ EngineStats EngineCore::stats() const {
   s.num_blocks = ss.kv.num_blocks;
   s.block_size = scheduler_.kv().block_size();
   s.num_used_blocks = ss.kv.num_used_blocks;
+  s.peak_used_blocks = peak_used_blocks_;
   s.num_live_tokens = last_live_tokens_;
   s.prefix_cache_queries = ss.kv.prefix_cache_queries;
   s.prefix_cache_hits = ss.kv.prefix_cache_hits;
@@ -261,6 +267,8 @@ bool EngineCore::iterate(std::unique_lock<std::mutex>& lock) {
   if (scheduler_.has_unfinished_requests()) {
     StepResult step = run_step(scheduler_, *executor_, &lock);
     ran = !step.plan.empty();
+    peak_used_blocks_ = std::max(peak_used_blocks_, step.used_blocks_scheduled);
+    if (!ran && !step.events.empty()) process_events(step.events, "", out);
     if (ran) {
       ++num_steps_;
       for (const RequestId id : step.plan.preempted_ids)
@@ -384,6 +392,14 @@ void EngineCore::process_events(const std::vector<RequestEvent>& events, const s
     }
     Group& group = *it->second.group;
     SequenceOutputState& state = *it->second.state;
+    if (group.beam_search && ev.finish_reason) {
+      emit_beams(group, *it->second.state, ev, ev.error.empty() ? error : ev.error, now, out);
+      sequences_.erase(it);
+      group.live.clear();
+      const std::string id = group.request_id;
+      groups_.erase(id);
+      continue;
+    }
     if (state.index() == 0 && !ev.new_token_ids.empty()) {
       group.forked = true;  // the fork happens in the root's first sampling step
       if (ev.num_output_tokens == static_cast<int64_t>(ev.new_token_ids.size())) {
@@ -417,6 +433,41 @@ void EngineCore::process_events(const std::vector<RequestEvent>& events, const s
       const std::string id = group.request_id;
       groups_.erase(id);
     }
+  }
+}
+
+void EngineCore::emit_beams(Group& group, SequenceOutputState& root_state, const RequestEvent& ev,
+                            const std::string& error, Clock::time_point now,
+                            std::vector<Delivery>& out) {
+  if (!ev.beams.empty()) prompt_tokens_total_ += ev.num_prompt_tokens;
+  const FinishReason failed =
+      ev.finish_reason == FinishReason::kAbort ? FinishReason::kAbort : FinishReason::kError;
+  for (int32_t i = 0; i < group.n; ++i) {
+    std::unique_ptr<SequenceOutputState> own;
+    SequenceOutputState* state = &root_state;
+    if (i > 0) {
+      own = std::make_unique<SequenceOutputState>(tokenizer_, group.options, i, group.arrival);
+      state = own.get();
+    }
+    if (static_cast<size_t>(i) >= ev.beams.size()) {
+      // Abort / error (or fewer hypotheses than n: a vocabulary smaller than the beams).
+      RequestOutput o =
+          state->finish_without_event(ev.beams.empty() ? failed : FinishReason::kStop, now, error);
+      if (o.finish_reason == FinishReason::kError) o.error = error;
+      emit(group, std::move(o), out);
+      continue;
+    }
+    const BeamHypothesis& h = ev.beams[static_cast<size_t>(i)];
+    RequestEvent e = ev;
+    e.beams.clear();
+    e.new_token_ids = h.output_token_ids;
+    e.num_output_tokens = static_cast<int64_t>(h.output_token_ids.size());
+    e.finish_reason = h.finish_reason;
+    e.stop_token_id = h.stop_token_id;
+    SequenceOutputState::Processed p = state->process(e, now, error);
+    p.output.beam_cumulative_logprob = h.cumulative_logprob;
+    p.output.beam_score = h.score;
+    emit(group, std::move(p.output), out);
   }
 }
 

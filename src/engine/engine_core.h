@@ -100,6 +100,9 @@ class EngineCore {
   void process_events(const std::vector<RequestEvent>& events, const std::string& error,
                       std::vector<Delivery>& out);
   void emit(Group& group, RequestOutput output, std::vector<Delivery>& out);
+  // A beam-search request's final event: its n outputs (the best hypotheses, or its failure).
+  void emit_beams(Group& group, SequenceOutputState& root_state, const RequestEvent& ev,
+                  const std::string& error, Clock::time_point now, std::vector<Delivery>& out);
   void record_step_stats();
   void fail_everything(const std::string& error, std::vector<Delivery>& out);
   // Unlocked: calls the callbacks in order.
@@ -125,6 +128,7 @@ class EngineCore {
   int64_t requests_finished_total_ = 0;
   int64_t num_steps_ = 0;
   int64_t sum_used_blocks_ = 0;
+  int64_t peak_used_blocks_ = 0;
   int64_t sum_live_tokens_ = 0;
   int64_t last_live_tokens_ = 0;
   std::vector<int32_t> block_fill_;  // scratch for live-token counting, [num_blocks]

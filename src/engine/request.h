@@ -64,6 +64,9 @@ struct NewRequest {
   uint32_t lora_id = 0;    // the LoRA adapter to run (0: the base model); keys its cache blocks
   std::optional<Clock::time_point> arrival_time;  // default: when added
   SamplingGate sampling_gate;                     // none: may sample at once
+  // Beam search (beam_search.h): n must be 1; the scheduler keeps beam_num_results hypotheses.
+  std::optional<BeamSearchParams> beam_search;
+  int32_t beam_num_results = 1;
 };
 
 class Request {
@@ -106,6 +109,8 @@ class Request {
   int32_t num_speculative_tokens() const { return num_speculative_tokens_; }
   // Its SamplingGate has not opened yet: it may not be scheduled to sample.
   bool sampling_gated() const { return static_cast<bool>(sampling_gate_); }
+  // A beam of a beam-search request: the request's root sequence id (its BeamGroup's key).
+  std::optional<RequestId> beam_root() const { return beam_root_; }
 
   kv::SequenceView kv_view() const {
     return kv::SequenceView{id_, token_ids_, num_computed_tokens_, cache_salt_, lora_id_};
@@ -140,6 +145,7 @@ class Request {
   // on preemption), and how many of them the next step may verify (adaptive).
   std::vector<TokenId> draft_token_ids_;
   int32_t num_speculative_tokens_ = 0;
+  std::optional<RequestId> beam_root_;  // beam search: the group this beam belongs to
 };
 
 }  // namespace pagoda::engine

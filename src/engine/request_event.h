@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/beam_search.h"
 #include "engine/request.h"
 #include "step/step_plan.h"
 
@@ -25,6 +26,10 @@ struct RequestEvent {
   int64_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache at admission
   Clock::time_point arrival_time;
   std::optional<Clock::time_point> first_scheduled_time;  // queue time = this - arrival_time
+  // Beam search: the request's one event (id = its root sequence), on finish: the best
+  // hypotheses (at most NewRequest::beam_num_results, best first; empty on abort / error).
+  std::vector<BeamHypothesis> beams;
+  std::string error;  // kError from the scheduler itself (a beam request it could not keep)
 };
 
 }  // namespace pagoda::engine

@@ -8,14 +8,6 @@
 
 namespace pagoda::engine {
 
-struct Scheduler::Candidate {
-  Request* r = nullptr;
-  int64_t num_new_tokens = 0;
-  kv::SlotAllocation alloc;
-  bool is_new = false;
-  int64_t num_drafts = 0;  // draft tokens verified after the request's own
-};
-
 Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
   if (config.max_num_seqs < 1) {
     return invalid_argument("max_num_seqs must be >= 1, got {}", config.max_num_seqs);
@@ -95,9 +87,13 @@ Result<RequestId> Scheduler::add_request(NewRequest request) {
       waiting_.size() >= static_cast<size_t>(config_.max_num_waiting)) {
     return resource_exhausted("the waiting queue is full ({} requests)", waiting_.size());
   }
+  if (request.beam_search) PAGODA_RETURN_IF_ERROR(check_beam_request(request));
+  const std::optional<BeamSearchParams> beam = request.beam_search;
+  const int32_t beam_num_results = request.beam_num_results;
   const RequestId id = next_id_++;
   auto r = std::make_unique<Request>(id, std::move(request), next_arrival_seq_++);
   r->num_speculative_tokens_ = config_.speculative.num_speculative_tokens;
+  if (beam) add_beam_group(r.get(), *beam, beam_num_results);
   waiting_.push_new(r.get());
   requests_.emplace(id, std::move(r));
   return id;
@@ -122,9 +118,10 @@ std::vector<RequestId> Scheduler::running_ids() const {
 }
 
 int32_t Scheduler::num_running_seqs() const {
-  int32_t n = 0;
-  for (const Request* r : running_)
-    n += 1 + r->num_pending_samples_;
+  int32_t n = num_beam_seqs();
+  for (const Request* r : running_) {
+    if (!r->beam_root_) n += 1 + r->num_pending_samples_;
+  }
   return n;
 }
 
@@ -166,9 +163,16 @@ std::vector<std::pair<RequestId, Status>> Scheduler::poll_sampling_gates() {
 
 Request* Scheduler::pick_victim() const {
   PAGODA_CHECK(!running_.empty());
-  if (config_.policy == SchedulingPolicy::kFcfs) return running_.back();
+  // Beams are victims only when nothing else runs (a beam-search request is not recomputed: it
+  // fails, see beam-search.md).
+  std::vector<Request*> candidates;
+  for (Request* r : running_) {
+    if (!r->beam_root_) candidates.push_back(r);
+  }
+  if (candidates.empty()) candidates = running_;
+  if (config_.policy == SchedulingPolicy::kFcfs) return candidates.back();
   // The request the policy would admit last: largest (priority, arrival, id).
-  return *std::max_element(running_.begin(), running_.end(), WaitingQueue::before);
+  return *std::max_element(candidates.begin(), candidates.end(), WaitingQueue::before);
 }
 
 void Scheduler::remove_running(Request* r) {
@@ -220,25 +224,38 @@ step::StepPlan Scheduler::schedule() {
   std::vector<Candidate> chosen;
 
   // 1. Running requests: decodes first, then prefill (or recompute) chunks.
-  std::vector<Request*> order;
+  // (By id: a failed beam-search request's beams are gone, not preempted.)
+  std::vector<RequestId> order;
   order.reserve(running_.size());
   for (Request* r : running_) {
-    if (r->num_tokens() - r->num_computed_tokens_ == 1) order.push_back(r);
+    if (r->num_tokens() - r->num_computed_tokens_ == 1) order.push_back(r->id_);
   }
   for (Request* r : running_) {
-    if (r->num_tokens() - r->num_computed_tokens_ != 1) order.push_back(r);
+    if (r->num_tokens() - r->num_computed_tokens_ != 1) order.push_back(r->id_);
   }
-  for (Request* r : order) {
+  for (const RequestId id : order) {
     if (budget <= 0) break;
-    if (r->status_ != RequestStatus::kRunning) continue;  // preempted by an earlier one
+    Request* r = lookup(id);
+    if (r == nullptr || r->status_ != RequestStatus::kRunning) continue;  // preempted / failed
     const int64_t n = chunk_tokens(uncomputed_schedulable(*r), budget, config_);
     if (n == 0) continue;  // an unchunked prompt larger than the budget left, or gated
     std::optional<kv::SlotAllocation> alloc;
+    bool own_group_failed = false;
     while (!(alloc = kv_.allocate_slots(r->kv_view(), n))) {
       Request* victim = pick_victim();
+      if (victim->beam_root_) {
+        own_group_failed = victim->beam_root_ == r->beam_root_;
+        end_beam_group(*victim->beam_root_, FinishReason::kError,
+                       "the KV cache is full and a beam-search request is not preempted and "
+                       "recomputed: it failed (retry it, or lower best_of / max_tokens)",
+                       pending_events_, &chosen, &budget);
+        if (own_group_failed) break;
+        continue;
+      }
       preempt(victim, chosen, budget, plan);
       if (victim == r) break;
     }
+    if (own_group_failed) continue;
     if (!alloc) break;  // nothing after the request that could not fit alone will fit
     chosen.push_back(Candidate{r, n, std::move(*alloc), !r->scheduled_since_admission_});
     budget -= n;
@@ -273,7 +290,8 @@ step::StepPlan Scheduler::schedule() {
     std::vector<Request*> gated;  // skipped: nothing to compute until their gate opens
     while (!waiting_.empty() && budget > 0) {
       Request* r = waiting_.front();
-      const int32_t seqs = 1 + r->num_pending_samples_;
+      const int32_t seqs = r->beam_root_ ? beam_groups_.at(*r->beam_root_).params.beam_width
+                                         : 1 + r->num_pending_samples_;
       if (num_seqs + seqs > config_.max_num_seqs) break;
       PAGODA_CHECK(r->num_computed_tokens_ == 0);
       // A request that wants prompt logprobs computes every prompt position (no prefix hit), so
@@ -303,6 +321,7 @@ step::StepPlan Scheduler::schedule() {
         r->num_cached_tokens_ = hit.num_tokens;
       }
       running_.push_back(r);
+      if (r->beam_root_) beam_groups_.at(*r->beam_root_).admitted = true;
       num_seqs += seqs;
       chosen.push_back(Candidate{r, n, std::move(*alloc), true});
       publish_scheduled_blocks(chosen.back());
@@ -531,6 +550,10 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
     for (const TokenId t : o.draft_token_ids) {
       if (t < 0) return internal_error("runner output sampled[{}] has draft id {}", k, t);
     }
+    if (const Request* r = find(s.id);
+        r != nullptr && r->beam_root_ && (o.logprobs.size() != 1 || o.logprobs[0].top.empty())) {
+      return internal_error("runner output sampled[{}] lacks the beam's top logprobs", k);
+    }
     ++k;
   }
   if (k != output.sampled.size() || num_pooled != output.embeddings.size()) {
@@ -541,7 +564,7 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
   }
   outstanding_step_.reset();
 
-  std::vector<RequestEvent> events;
+  std::vector<RequestEvent> events = take_pending_events();
   k = 0;
   num_pooled = 0;
   for (const step::ScheduledRequest& s : plan.requests) {
@@ -564,6 +587,10 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
       continue;
     }
     if (o == nullptr) continue;
+    if (r->beam_root_) {
+      settle_beam(r, *o, events);
+      continue;
+    }
     const auto lp = [o](size_t i) { return o->logprobs.empty() ? nullptr : &o->logprobs[i]; };
     // Fork first, so every child starts from exactly the parent's tokens and blocks.
     std::vector<Request*> children;
@@ -613,7 +640,7 @@ Result<std::vector<RequestEvent>> Scheduler::update_from_output(const step::Step
 }
 
 std::vector<RequestEvent> Scheduler::fail_step(const step::StepPlan& plan) {
-  std::vector<RequestEvent> events;
+  std::vector<RequestEvent> events = take_pending_events();
   if (plan.requests.empty() || outstanding_step_ != plan.step_id) return events;
   outstanding_step_.reset();
   // Blocks published when the step was scheduled were never written (publish_scheduled_blocks).
@@ -622,6 +649,10 @@ std::vector<RequestEvent> Scheduler::fail_step(const step::StepPlan& plan) {
     Request* r = lookup(s.id);
     if (r == nullptr) continue;
     r->in_flight_ = false;
+    if (r->beam_root_) {
+      end_beam_group(*r->beam_root_, FinishReason::kError, "", events);
+      continue;
+    }
     RequestEvent ev;
     ev.id = r->id_;
     ev.finish_reason = FinishReason::kError;
@@ -634,8 +665,14 @@ std::vector<RequestEvent> Scheduler::fail_step(const step::StepPlan& plan) {
 }
 
 Status Scheduler::abort(RequestId id) {
+  if (beam_groups_.count(id) != 0) {
+    std::vector<RequestEvent> unused;  // the caller reports the abort itself
+    end_beam_group(id, FinishReason::kAbort, "", unused);
+    return Status();
+  }
   Request* r = lookup(id);
   if (r == nullptr) return not_found("request {} is unknown or already finished", id);
+  if (r->beam_root_) return abort(*r->beam_root_);
   finish(r, FinishReason::kAbort);
   return Status();
 }
@@ -673,7 +710,8 @@ Status Scheduler::check_invariants() const {
       return internal_error("running request {} has status {}", r->id_, to_string(r->status_));
     }
     if (find(r->id_) != r) return internal_error("running request {} not registered", r->id_);
-    const int64_t limit = outstanding_step_ ? r->num_tokens() : r->num_tokens() - 1;
+    const int64_t limit =
+        outstanding_step_ || beam_awaits_siblings(*r) ? r->num_tokens() : r->num_tokens() - 1;
     if (r->num_computed_tokens_ < 0 || r->num_computed_tokens_ > limit) {
       return internal_error("running request {} has {} computed of {} tokens", r->id_,
                             r->num_computed_tokens_, r->num_tokens());

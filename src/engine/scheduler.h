@@ -117,6 +117,11 @@ class Scheduler {
   // with FinishReason::kError (their events are returned).
   std::vector<RequestEvent> fail_step(const step::StepPlan& plan);
 
+  // Events the scheduler produced outside a step's settlement (a beam-search request failed
+  // while scheduling, see beam-search.md); also returned by the next update_from_output /
+  // fail_step. Call after a schedule() that returned an empty plan.
+  std::vector<RequestEvent> take_pending_events();
+
   // Polls the SamplingGate of every request that has one (see request.h): opens those whose
   // verdict is ok and returns those whose verdict is an error (still unfinished: the caller
   // aborts each and reports the error). Call between steps, before schedule().
@@ -144,7 +149,13 @@ class Scheduler {
   Status check_invariants() const;
 
  private:
-  struct Candidate;  // a request chosen for this step (schedule() internals)
+  struct Candidate {  // a request chosen for this step (schedule() internals)
+    Request* r = nullptr;
+    int64_t num_new_tokens = 0;
+    kv::SlotAllocation alloc;
+    bool is_new = false;
+    int64_t num_drafts = 0;  // draft tokens verified after the request's own
+  };
 
   Scheduler(const SchedulerConfig& config, kv::KvManager kv);
 
@@ -170,6 +181,22 @@ class Scheduler {
   void release_deferred();
   void remove_running(Request* r);
 
+  // Beam search (scheduler_beam.cc).
+  Status check_beam_request(const NewRequest& request) const;
+  void add_beam_group(Request* root, const BeamSearchParams& params, int32_t num_results);
+  bool beam_awaits_siblings(const Request& r) const;
+  int32_t num_beam_seqs() const;  // `width` slots per admitted beam-search request
+  // Stores a beam's report; once every live beam of its group reported, takes the beam step.
+  void settle_beam(Request* r, const step::SampledTokens& o, std::vector<RequestEvent>& events);
+  void take_beam_step(BeamGroup& g, std::vector<RequestEvent>& events);
+  Request* fork_beam(Request* parent);
+  void drop_beam(Request* r);  // a pruned / ended beam: its blocks are freed at once
+  // Ends the group: drops its live beams and reports (hypotheses unless abort / error). In
+  // schedule(), `chosen` and `budget` give back what its beams had taken.
+  void end_beam_group(RequestId root, FinishReason reason, const std::string& error,
+                      std::vector<RequestEvent>& events, std::vector<Candidate>* chosen = nullptr,
+                      int64_t* budget = nullptr);
+
   SchedulerConfig config_;
   kv::KvManager kv_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
@@ -186,6 +213,8 @@ class Scheduler {
   int64_t num_prompt_tokens_computed_ = 0;
   int64_t num_generation_tokens_ = 0;
   SpecDecodeStats spec_stats_;
+  std::unordered_map<RequestId, BeamGroup> beam_groups_;  // by root sequence id
+  std::vector<RequestEvent> pending_events_;              // see take_pending_events()
 };
 
 }  // namespace pagoda::engine

@@ -23,7 +23,11 @@ StepResult run_step(Scheduler& scheduler, step::Executor& executor,
                     std::unique_lock<std::mutex>* lock) {
   StepResult result;
   result.plan = scheduler.schedule();
-  if (result.plan.empty()) return result;
+  result.used_blocks_scheduled = scheduler.kv().pool().num_used_blocks();
+  if (result.plan.empty()) {
+    result.events = scheduler.take_pending_events();  // e.g. a beam request that failed
+    return result;
+  }
   if (lock != nullptr) lock->unlock();
   Result<step::StepOutput> output = execute(executor, result.plan);
   if (lock != nullptr) lock->lock();

@@ -15,8 +15,9 @@
 namespace pagoda::engine {
 
 struct StepResult {
-  step::StepPlan plan;                                // what ran (empty: nothing was runnable)
-  std::vector<RequestEvent> events;                   // new tokens and finishes
+  step::StepPlan plan;                // what ran (empty: nothing was runnable)
+  int64_t used_blocks_scheduled = 0;  // KV blocks in use once the plan was scheduled
+  std::vector<RequestEvent> events;   // new tokens and finishes
   std::vector<step::PromptLogprobs> prompt_logprobs;  // the executor's, on success
   Status status;  // the executor's error (a non-ok Result, an exception, or a malformed output);
                   // its requests then finished with FinishReason::kError, reported in events

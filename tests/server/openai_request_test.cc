@@ -317,8 +317,6 @@ TEST_F(RequestTest, SchemaFieldsWeLackAndUnknownFieldsAreRefused) {
                             "service_tier",
                             "web_search_options",
                             "reasoning_effort",
-                            "use_beam_search",
-                            "length_penalty",
                             "allowed_token_ids",
                             "bad_words",
                             "guided_decoding_backend",
@@ -426,6 +424,7 @@ TEST_F(RequestTest, EveryDocumentedFieldIsAccepted) {
       {"grammar", grammar},
       {"json_schema", {{"type", "object"}}},
       {"best_of", 1},
+      {"use_beam_search", false},
       {"user", "user-1"},
       {"add_special_tokens", false}};
   const json tool = {{"type", "function"},
