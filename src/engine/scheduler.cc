@@ -358,7 +358,7 @@ step::StepPlan Scheduler::schedule() {
     const bool reaches_end = r->num_computed_tokens_ + c.num_new_tokens == r->num_tokens();
     s.num_samples = reaches_end ? 1 + r->num_pending_samples_ : 0;
     s.sample_index = r->sample_index_;
-    if (speculate && s.num_samples > 0) {
+    if (speculate && s.num_samples > 0 && !r->beam_root_) {  // beams draft nothing
       // The k the request will have after this step's verification at most (settle_drafts
       // doubles it after a fully accepted run).
       s.num_proposal_tokens = std::max<int32_t>(
@@ -468,7 +468,11 @@ bool Scheduler::speculation_allowed() const {
 }
 
 int64_t Scheduler::num_drafts_to_schedule(const Request& r, int64_t budget) const {
-  if (r.draft_token_ids_.empty() || r.num_pending_samples_ > 0 || r.sampling_gated()) return 0;
+  // A beam advances one token per step (its 2W candidates are ranked across beams): no drafts.
+  if (r.draft_token_ids_.empty() || r.num_pending_samples_ > 0 || r.sampling_gated() ||
+      r.beam_root_) {
+    return 0;
+  }
   // Every draft accepted yields num_drafts + 1 tokens: stay within max_tokens and
   // max_model_len (the last draft's position is num_tokens - 1 + num_drafts).
   int64_t k =

@@ -337,6 +337,31 @@ TEST_P(BeamSearch, StopTokenHypothesesEqualBruteForce) {
 
 INSTANTIATE_TEST_SUITE_P(Models, BeamSearch, ::testing::Values("demo", "llama-Q8_0.gguf"));
 
+// Speculative decoding on: beams advance one ranked token per step, so they take no drafts (a
+// draft accepted greedily would skip the ranking across beams). A repetitive prompt makes prompt
+// lookup propose at every step; the beams must equal those of an engine without speculation.
+TEST(BeamSearchSpeculation, BeamsTakeNoDrafts) {
+  EngineConfig plain_config = config("demo");
+  EngineConfig spec_config = config("demo");
+  spec_config.speculative.method = "ngram";
+  spec_config.speculative.disable_batch_tokens = 0;  // never off for batch size
+  auto plain = make_engine(plain_config);
+  auto spec = make_engine(spec_config);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(spec, nullptr);
+  const std::vector<int32_t> prompt =
+      prompt_of(*plain,
+                "Once upon a time there was a cat. Once upon a time there was a cat. Once "
+                "upon a time there was a cat. Once upon a time");
+  const auto want = run(*plain, beam_request("p", prompt, 4, 4, 12, true));
+  const auto got = run(*spec, beam_request("s", prompt, 4, 4, 12, true));
+  ASSERT_EQ(want.size(), 4u);
+  ASSERT_EQ(got.size(), 4u);
+  for (int32_t i = 0; i < 4; ++i)
+    EXPECT_EQ(got.at(i).tokens, want.at(i).tokens) << "beam " << i;
+  EXPECT_EQ(spec->stats().spec_decode_num_draft_tokens, 0);
+}
+
 // Beams share the prompt's blocks: on a 100-token prompt, 4 beams hold far fewer blocks at
 // peak than 4 independent sequences (distinct cache salts: nothing shared).
 TEST(BeamSearchKv, SharesBlocks) {
