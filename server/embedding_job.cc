@@ -69,7 +69,7 @@ void EmbeddingJob::fail(const ApiError& error) {
 void EmbeddingJob::on_output(size_t i, RequestOutput out) {
   if (!out.finished || i >= live_.size()) return;
   live_[i] = false;
-  state_.metrics().observe_finished(out);
+  state_.metrics().observe_finished(engine_.model_info().id, out);
   if (done_) return;
   if (out.finish_reason != FinishReason::kStop || out.embedding.empty()) {
     abort_all();

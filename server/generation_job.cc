@@ -140,7 +140,7 @@ void GenerationJob::abort_all() {
 
 void GenerationJob::on_output(size_t p, RequestOutput out) {
   if (out.finished) {
-    state_.metrics().observe_finished(out);
+    state_.metrics().observe_finished(engine_.model_info().id, out);
     if (--live_samples_[p] <= 0) request_live_[p] = false;
   }
   if (done_) return;
@@ -159,7 +159,7 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
     const auto now = std::chrono::steady_clock::now();
     if (c.completion_tokens > 0) {
       state_.metrics().observe_inter_token(
-          std::chrono::duration<double>(now - c.last_token_time).count());
+          engine_.model_info().id, std::chrono::duration<double>(now - c.last_token_time).count());
     }
     c.last_token_time = now;
     c.completion_tokens += static_cast<int32_t>(out.new_token_ids.size());
