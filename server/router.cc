@@ -394,6 +394,7 @@ HttpResponse Router::metrics() const {
     in.state = m.state;
     in.stats = std::move(m.stats);
     in.engine_identity = m.engine_identity;
+    in.loadable = state_.phase() == ServerPhase::kReady && m.last_error.empty();
     inputs.push_back(std::move(in));
   }
   HttpResponse r;

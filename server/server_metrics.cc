@@ -202,7 +202,9 @@ ServerMetrics::ServerMetrics(const std::vector<std::string>& model_names)
   auto* queue = histogram_family("vllm:request_queue_time_seconds",
                                  "Histogram of time spent in WAITING phase for request.");
   auto* ready =
-      gauge_family("pagoda:engine_ready", "1 when the model is loaded and the engine loop alive.");
+      gauge_family("pagoda:engine_ready",
+                   "1 when the model can serve: loaded with its engine loop alive, or unloaded and "
+                   "loadable on demand (its last load did not fail).");
   auto* loaded = gauge_family("pagoda:model_loaded",
                               "1 when the model is loaded, 0 when unloaded or loading.");
   for (const std::string& name : model_names) {
@@ -316,7 +318,7 @@ std::string ServerMetrics::render(const std::vector<ModelMetricsInput>& models) 
       x.running->Set(0);
       x.waiting->Set(0);
       x.kv_usage->Set(0);
-      x.ready->Set(0);
+      x.ready->Set(in.loadable ? 1 : 0);
       continue;
     }
     const EngineStats& stats = *in.stats;

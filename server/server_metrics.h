@@ -47,6 +47,9 @@ struct ModelMetricsInput {
   ModelState state = ModelState::kUnloaded;
   std::optional<EngineStats> stats;       // loaded models only
   const void* engine_identity = nullptr;  // a new engine (a reload) restarts the counters' base
+  // Not loaded, but it would load on demand (the server is ready and its last load did not
+  // fail): pagoda:engine_ready is 1 for it, so that an idle-unloaded model raises no alert.
+  bool loadable = false;
 };
 
 enum class AbortCause {

@@ -365,6 +365,14 @@ TEST(MultiModelServer, MetricsCarryOneSeriesPerModel) {
           "vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"a\"} 0"),
       std::string::npos);
   EXPECT_NE(text.find("process_resident_memory_bytes "), std::string::npos);
+  // An unloaded model that loads on demand is not an alert (PagodaReplicaDown); a failed load is.
+  EXPECT_NE(text.find("pagoda:engine_ready{engine=\"0\",model_name=\"a\"} 1"), std::string::npos);
+  m.fail_next = true;
+  EXPECT_EQ(s.request(http_post("/v1/completions", completion("a").dump())).status, 500);
+  const std::string after = s.request(http_get("/metrics")).body;
+  EXPECT_NE(after.find("pagoda:engine_ready{engine=\"0\",model_name=\"a\"} 0"), std::string::npos)
+      << after;
+  EXPECT_NE(after.find("pagoda:engine_ready{engine=\"0\",model_name=\"b\"} 1"), std::string::npos);
 }
 
 }  // namespace
