@@ -1,5 +1,7 @@
 #include "server/embedding_job.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <boost/asio/post.hpp>
 
@@ -67,9 +69,18 @@ void EmbeddingJob::fail(const ApiError& error) {
 }
 
 void EmbeddingJob::on_output(size_t i, RequestOutput out) {
+  // Every engine request finished: the model may be unloaded once this handler returns.
+  struct ReleaseWhenIdle {
+    EmbeddingJob& job;
+    ~ReleaseWhenIdle() {
+      if (std::none_of(job.live_.begin(), job.live_.end(), [](bool live) { return live; })) {
+        job.lease_.reset();
+      }
+    }
+  } release_when_idle{*this};
   if (!out.finished || i >= live_.size()) return;
   live_[i] = false;
-  state_.metrics().observe_finished(out);
+  state_.metrics().observe_finished(engine_.model_info().id, out);
   if (done_) return;
   if (out.finish_reason != FinishReason::kStop || out.embedding.empty()) {
     abort_all();

@@ -11,6 +11,7 @@
 
 #include "pagoda/engine.h"
 #include "server/http_session.h"
+#include "server/model_registry.h"
 #include "server/openai_embeddings.h"
 
 namespace pagoda::server {
@@ -25,6 +26,8 @@ class EmbeddingJob : public ConnectionListener, public std::enable_shared_from_t
   // On the session's strand: submits every input (answering the error if one is refused).
   void start();
   void on_connection_lost(AbortCause cause) override;
+  // Keeps the model loaded while the job lives (until its last engine output).
+  void hold(ModelLease lease) { lease_ = std::move(lease); }
 
  private:
   void on_output(size_t index, RequestOutput out);
@@ -34,6 +37,7 @@ class EmbeddingJob : public ConnectionListener, public std::enable_shared_from_t
   EmbeddingsSpec spec_;
   Engine& engine_;
   ServerState& state_;
+  ModelLease lease_;
   std::weak_ptr<HttpSession> session_;
   std::vector<std::string> request_ids_;
   std::vector<bool> live_;

@@ -1,5 +1,6 @@
 #include "server/generation_job.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -140,8 +141,20 @@ void GenerationJob::abort_all() {
 }
 
 void GenerationJob::on_output(size_t p, RequestOutput out) {
+  // Once every engine request has finished, the model may be unloaded: the lease goes when this
+  // handler returns (nothing touches the engine after the last output), not when the job object
+  // does (the engine's callback may hold it a little longer).
+  struct ReleaseWhenIdle {
+    GenerationJob& job;
+    ~ReleaseWhenIdle() {
+      if (std::none_of(job.request_live_.begin(), job.request_live_.end(),
+                       [](bool live) { return live; })) {
+        job.lease_.reset();
+      }
+    }
+  } release_when_idle{*this};
   if (out.finished) {
-    state_.metrics().observe_finished(out);
+    state_.metrics().observe_finished(engine_.model_info().id, out);
     if (--live_samples_[p] <= 0) request_live_[p] = false;
   }
   if (done_) return;
@@ -160,7 +173,7 @@ void GenerationJob::on_output(size_t p, RequestOutput out) {
     const auto now = std::chrono::steady_clock::now();
     if (c.completion_tokens > 0) {
       state_.metrics().observe_inter_token(
-          std::chrono::duration<double>(now - c.last_token_time).count());
+          engine_.model_info().id, std::chrono::duration<double>(now - c.last_token_time).count());
     }
     c.last_token_time = now;
     c.completion_tokens += static_cast<int32_t>(out.new_token_ids.size());

@@ -20,6 +20,7 @@
 
 #include "pagoda/engine.h"
 #include "server/http_session.h"
+#include "server/model_registry.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/response_encoder.h"
@@ -41,6 +42,8 @@ class GenerationJob : public ConnectionListener,
   // refused) and arms the queue timeout.
   void start();
   void on_connection_lost(AbortCause cause) override;
+  // Keeps the model loaded while the job lives (until its last engine output).
+  void hold(ModelLease lease) { lease_ = std::move(lease); }
 
  private:
   struct Choice {
@@ -83,6 +86,7 @@ class GenerationJob : public ConnectionListener,
   GenerationSpec spec_;
   Engine& engine_;
   ServerState& state_;
+  ModelLease lease_;
   std::weak_ptr<HttpSession> session_;
   boost::asio::any_io_executor executor_;
   boost::asio::steady_timer queue_timer_;

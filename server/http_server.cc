@@ -25,15 +25,17 @@ namespace net = boost::asio;
 using boost::system::error_code;
 
 struct HttpServer::Impl {
-  Impl(ServerConfig config, std::string model_name, EngineFactory f)
-      : state(std::move(config), std::move(model_name)), router(state), factory(std::move(f)) {}
+  Impl(ServerConfig config, std::vector<ModelSource> models, ModelRegistryOptions options,
+       bool preload_model)
+      : state(std::move(config), std::move(models), std::move(options)),
+        router(state),
+        preload(preload_model) {}
 
   // Declaration order matters: the io_context (and with it every connection) is destroyed before
-  // the state it refers to; the engine is reset explicitly once the io threads have stopped.
+  // the state it refers to; the engines are destroyed explicitly once the io threads have stopped.
   ServerState state;
   Router router;
-  EngineFactory factory;
-  std::unique_ptr<Engine> engine;
+  bool preload;
 
   net::io_context ioc;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -42,7 +44,6 @@ struct HttpServer::Impl {
   net::steady_timer accept_retry{accept_strand};
   std::optional<net::signal_set> signals;
   std::vector<std::thread> threads;
-  std::thread loader;
   uint16_t port = 0;
 
   std::mutex mu;
@@ -121,22 +122,26 @@ void HttpServer::Impl::arm_signals() {
 }
 
 void HttpServer::Impl::load() {
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<std::unique_ptr<Engine>> created = factory();
-  std::lock_guard<std::mutex> lock(mu);
-  if (created.ok()) {
-    engine = std::move(created).value();
-    state.set_engine(engine.get());
-    if (state.phase() == ServerPhase::kLoading) state.set_phase(ServerPhase::kReady);
-    spdlog::info("model '{}' ready in {:.1f} s", engine->model_info().id,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  } else {
-    state.set_phase(ServerPhase::kFailed);
-    load_failed = true;
-    spdlog::error("loading the model failed: {}", created.status().message());
+  if (!preload) {
+    std::lock_guard<std::mutex> lock(mu);
+    state.set_phase(ServerPhase::kReady);
+    load_done = true;
+    cv.notify_all();
+    return;
   }
-  load_done = true;
-  cv.notify_all();
+  // The registry's worker loads it; the lease is dropped at once (the model stays loaded until
+  // idle-unloaded or evicted).
+  state.models().acquire(state.models().default_model(), [this](Result<ModelLease> lease) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (lease.ok()) {
+      if (state.phase() == ServerPhase::kLoading) state.set_phase(ServerPhase::kReady);
+    } else {
+      state.set_phase(ServerPhase::kFailed);
+      load_failed = true;
+    }
+    load_done = true;
+    cv.notify_all();
+  });
 }
 
 int HttpServer::Impl::stop_and_join() {
@@ -151,24 +156,14 @@ int HttpServer::Impl::stop_and_join() {
   });
   state.for_each_session([](const std::shared_ptr<HttpSession>& s) { s->drain(); });
 
-  if (loader.joinable()) {
+  {
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, cfg.drain_timeout, [this] { return load_done; })) {
       spdlog::warn("still loading after the drain timeout: exiting");
       std::_Exit(0);
     }
-    lock.unlock();
-    loader.join();
   }
-  if (engine) {
-    engine->stop_accepting();
-    if (!engine->wait_idle(cfg.drain_timeout)) {
-      const EngineStats s = engine->stats();
-      spdlog::warn("drain timeout: aborting {} running and {} waiting requests", s.num_running,
-                   s.num_waiting);
-    }
-    engine->shutdown();  // aborts what is left; final outputs reach the connections
-  }
+  state.models().drain(cfg.drain_timeout);
   // Let connections write their last bytes (they close after their response while draining).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (state.num_sessions() > 0 && std::chrono::steady_clock::now() < deadline) {
@@ -179,21 +174,36 @@ int HttpServer::Impl::stop_and_join() {
   for (std::thread& t : threads)
     t.join();
   threads.clear();
-  state.set_engine(nullptr);
-  engine.reset();
+  state.models().shutdown();
   spdlog::info("stopped");
   return load_failed ? 1 : 0;
 }
 
+namespace {
+
+std::vector<ModelSource> one_model(std::string name, EngineFactory factory) {
+  std::vector<ModelSource> models(1);
+  models[0].name = std::move(name);
+  models[0].factory = std::move(factory);
+  return models;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(ServerConfig config, std::string model_name, EngineFactory factory)
-    : impl_(std::make_unique<Impl>(std::move(config), std::move(model_name), std::move(factory))) {}
+    : HttpServer(std::move(config), one_model(std::move(model_name), std::move(factory)),
+                 ModelRegistryOptions{}, /*preload=*/true) {}
+
+HttpServer::HttpServer(ServerConfig config, std::vector<ModelSource> models,
+                       ModelRegistryOptions options, bool preload)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(models), std::move(options),
+                                   preload)) {}
 
 HttpServer::~HttpServer() {
   if (impl_->started) {
     request_stop();
     (void)impl_->stop_and_join();
   }
-  if (impl_->loader.joinable()) impl_->loader.join();
 }
 
 Status HttpServer::start() {
@@ -234,7 +244,7 @@ Status HttpServer::start() {
     });
   }
   spdlog::info("listening on http://{}:{}", endpoint.address().to_string(), m.port);
-  m.loader = std::thread([&m] { m.load(); });
+  m.load();
   return Status();
 }
 

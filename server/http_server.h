@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pagoda/engine.h"
+#include "server/model_registry.h"
 #include "server/server_config.h"
 
 namespace pagoda::server {
@@ -22,9 +23,15 @@ namespace pagoda::server {
 class HttpServer {
  public:
   // Builds the engine (on the loader thread). Tests pass a fake.
-  using EngineFactory = std::function<Result<std::unique_ptr<Engine>>()>;
+  using EngineFactory = server::EngineFactory;
 
+  // One model, loaded at startup (/health 503 until it is; wait() returns 1 if it fails).
   HttpServer(ServerConfig config, std::string model_name, EngineFactory factory);
+  // Several models (or one with options): each loads on first use within the registry's limits
+  // (server/model_registry.h); the server is ready at once and a failed load fails only the
+  // requests that waited for it. With one model and preload, as the constructor above.
+  HttpServer(ServerConfig config, std::vector<ModelSource> models, ModelRegistryOptions options,
+             bool preload);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -34,11 +34,6 @@ std::optional<ApiError> read_fields(const std::string& body, int32_t max_depth,
   return std::nullopt;
 }
 
-json adapter_object(const LoraAdapterInfo& a, const std::string& parent, int64_t created) {
-  return json{
-      {"id", a.name},   {"object", "model"}, {"created", created},  {"owned_by", "pagoda"},
-      {"root", a.path}, {"parent", parent},  {"lora_rank", a.rank}, {"permission", json::array()}};
-}
 }  // namespace
 
 HttpResponse load_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth) {
@@ -76,18 +71,10 @@ HttpResponse unload_lora_adapter(Engine& engine, const std::string& body, int32_
            {"message", "Success: LoRA adapter '" + f[0] + "' removed successfully."}});
 }
 
-json lora_model_objects(const Engine& engine, int64_t created) {
-  json out = json::array();
-  for (const LoraAdapterInfo& a : engine.lora_adapters())
-    out.push_back(adapter_object(a, engine.model_info().id, created));
-  return out;
-}
-
-json lora_model_object(const Engine& engine, const std::string& name, int64_t created) {
-  for (const LoraAdapterInfo& a : engine.lora_adapters()) {
-    if (a.name == name) return adapter_object(a, engine.model_info().id, created);
-  }
-  return nullptr;
+json lora_adapter_object(const LoraAdapterInfo& a, const std::string& parent, int64_t created) {
+  return json{
+      {"id", a.name},   {"object", "model"}, {"created", created},  {"owned_by", "pagoda"},
+      {"root", a.path}, {"parent", parent},  {"lora_rank", a.rank}, {"permission", json::array()}};
 }
 
 }  // namespace pagoda::server

@@ -19,9 +19,8 @@ namespace pagoda::server {
 HttpResponse load_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth);
 HttpResponse unload_lora_adapter(Engine& engine, const std::string& body, int32_t max_json_depth);
 
-// /v1/models entries for the loaded adapters.
-nlohmann::json lora_model_objects(const Engine& engine, int64_t created);
-// The /v1/models entry of adapter `name`, or null if no adapter has that name.
-nlohmann::json lora_model_object(const Engine& engine, const std::string& name, int64_t created);
+// The /v1/models entry of a loaded adapter of model `parent`.
+nlohmann::json lora_adapter_object(const LoraAdapterInfo& adapter, const std::string& parent,
+                                   int64_t created);
 
 }  // namespace pagoda::server

@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -293,10 +294,6 @@ std::optional<ApiError> Router::not_ready() const {
     case ServerPhase::kReady:
       break;
   }
-  Engine* engine = state_.engine();
-  if (engine == nullptr || !engine->stats().loop_alive) {
-    return unavailable("The engine loop has stopped", retry);
-  }
   return std::nullopt;
 }
 
@@ -337,10 +334,13 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
     case RouteId::kCompletions:
     case RouteId::kMessages:
     case RouteId::kResponses:
-      generate(session, request, route->id);
-      return;
     case RouteId::kEmbeddings:
-      embed(session, request);
+    case RouteId::kTokenize:
+    case RouteId::kDetokenize:
+    case RouteId::kCountTokens:
+    case RouteId::kLoadLora:
+    case RouteId::kUnloadLora:
+      with_model(session, std::move(request), route->id);
       return;
     default:
       break;
@@ -358,23 +358,6 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
       return;
     case RouteId::kModel:
       session->respond(model(std::string_view(request.head.path).substr(kModelPrefix.size())));
-      return;
-    case RouteId::kTokenize:
-      session->respond(tokenize(request.body));
-      return;
-    case RouteId::kDetokenize:
-      session->respond(detokenize(request.body));
-      return;
-    case RouteId::kCountTokens:
-      session->respond(count_tokens(request.body));
-      return;
-    case RouteId::kLoadLora:
-      session->respond(
-          load_lora_adapter(*state_.engine(), request.body, state_.config().max_json_depth));
-      return;
-    case RouteId::kUnloadLora:
-      session->respond(
-          unload_lora_adapter(*state_.engine(), request.body, state_.config().max_json_depth));
       return;
     case RouteId::kResponse:
       session->respond(stored_response(
@@ -400,59 +383,85 @@ HttpResponse Router::health() const {
     case ServerPhase::kReady:
       break;
   }
-  Engine* engine = state_.engine();
-  if (engine == nullptr || !engine->stats().loop_alive) {
-    return error_response(unavailable("The engine loop has stopped", retry));
+  // A loaded model whose step loop died cannot serve (unloaded ones load on demand).
+  for (const ModelSnapshot& m : state_.models().snapshot()) {
+    if (m.stats && !m.stats->loop_alive) {
+      return error_response(
+          unavailable("The engine loop of model `" + m.name + "` has stopped", retry));
+    }
   }
   return json_response(json{{"status", "ok"}});
 }
 
 HttpResponse Router::metrics() const {
-  Engine* engine = state_.engine();
+  std::vector<ModelMetricsInput> inputs;
+  for (ModelSnapshot& m : state_.models().snapshot()) {
+    ModelMetricsInput in;
+    in.name = m.name;
+    in.state = m.state;
+    in.stats = std::move(m.stats);
+    in.engine_identity = m.engine_identity;
+    in.loadable = state_.phase() == ServerPhase::kReady && m.last_error.empty();
+    inputs.push_back(std::move(in));
+  }
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  if (engine != nullptr) {
-    const EngineStats stats = engine->stats();
-    r.body = state_.metrics().render(&stats);
-  } else {
-    r.body = state_.metrics().render(nullptr);
-  }
+  r.body = state_.metrics().render(inputs);
   return r;
 }
 
 namespace {
 
-json model_object(const ModelInfo& info, int64_t created) {
-  return json{{"id", info.id},
+// A model's /v1/models entry; max_model_len is known only while it is loaded (null otherwise).
+json model_object(const ModelSnapshot& m, int64_t created) {
+  return json{{"id", m.name},
               {"object", "model"},
               {"created", created},
               {"owned_by", "pagoda"},
-              {"root", info.id},
+              {"root", m.name},
               {"parent", nullptr},
-              {"max_model_len", info.context_length},
+              {"max_model_len", m.info ? json(m.info->context_length) : json(nullptr)},
+              {"status", to_string(m.state)},
               {"permission", json::array()}};
+}
+
+ApiError model_not_found(std::string_view name) {
+  ApiError e =
+      from_status(not_found("The model `{}` does not exist or you do not have access to it.",
+                            name.substr(0, 256)),
+                  "model");
+  e.type = "invalid_request_error";
+  e.code = "model_not_found";
+  return e;
 }
 
 }  // namespace
 
 HttpResponse Router::models() const {
-  const ModelInfo& info = state_.engine()->model_info();
   const int64_t now = std::time(nullptr);
-  json data = json::array({model_object(info, now)});
-  for (json& adapter : lora_model_objects(*state_.engine(), now))
-    data.push_back(std::move(adapter));
+  json data = json::array();
+  const std::vector<ModelSnapshot> snapshot = state_.models().snapshot();
+  for (const ModelSnapshot& m : snapshot)
+    data.push_back(model_object(m, now));
+  for (const ModelSnapshot& m : snapshot) {
+    for (const LoraAdapterInfo& a : m.lora_adapters)
+      data.push_back(lora_adapter_object(a, m.name, now));
+  }
   return json_response(json{{"object", "list"}, {"data", std::move(data)}});
 }
 
 HttpResponse Router::model(std::string_view id) const {
-  const ModelInfo& info = state_.engine()->model_info();
-  json adapter = lora_model_object(*state_.engine(), std::string(id), std::time(nullptr));
-  if (!adapter.is_null()) return json_response(adapter);
-  if (id != info.id) {
-    return error_response(
-        from_status(not_found("The model `{}` does not exist.", id.substr(0, 256)), "model"));
+  const int64_t now = std::time(nullptr);
+  const std::vector<ModelSnapshot> snapshot = state_.models().snapshot();
+  for (const ModelSnapshot& m : snapshot) {
+    if (m.name == id) return json_response(model_object(m, now));
   }
-  return json_response(model_object(info, std::time(nullptr)));
+  for (const ModelSnapshot& m : snapshot) {
+    for (const LoraAdapterInfo& a : m.lora_adapters) {
+      if (a.name == id) return json_response(lora_adapter_object(a, m.name, now));
+    }
+  }
+  return error_response(model_not_found(id));
 }
 
 namespace {
@@ -486,9 +495,8 @@ std::optional<ApiError> refuse_unknown_fields(const json& j,
 
 }  // namespace
 
-HttpResponse Router::tokenize(const std::string& body) const {
+HttpResponse Router::tokenize(Engine& engine, const std::string& body) const {
   const ServerConfig& cfg = state_.config();
-  Engine& engine = *state_.engine();
   const ModelInfo& info = engine.model_info();
   json j;
   if (auto err = parse_model_request(body, cfg.max_json_depth, info, j)) {
@@ -545,9 +553,8 @@ HttpResponse Router::tokenize(const std::string& body) const {
   return json_response(out);
 }
 
-HttpResponse Router::detokenize(const std::string& body) const {
+HttpResponse Router::detokenize(Engine& engine, const std::string& body) const {
   const ServerConfig& cfg = state_.config();
-  Engine& engine = *state_.engine();
   const ModelInfo& info = engine.model_info();
   json j;
   if (auto err = parse_model_request(body, cfg.max_json_depth, info, j)) {
@@ -571,9 +578,9 @@ HttpResponse Router::detokenize(const std::string& body) const {
   return json_response(json{{"prompt", engine.detokenize(ids)}});
 }
 
-HttpResponse Router::count_tokens(const std::string& body) const {
+HttpResponse Router::count_tokens(Engine& engine, const std::string& body) const {
   int64_t num_tokens = 0;
-  if (auto err = count_message_tokens(body, *state_.engine(), state_.config(), num_tokens)) {
+  if (auto err = count_message_tokens(body, engine, state_.config(), num_tokens)) {
     HttpResponse r = error_response(*err);
     r.body = err->body(ErrorShape::kAnthropic);
     return r;
@@ -597,13 +604,100 @@ HttpResponse Router::stored_response(const std::string& method, std::string_view
   return error_response(e);
 }
 
-void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
-                      RouteId route) {
+void Router::with_model(const std::shared_ptr<HttpSession>& session, HttpRequest request,
+                        RouteId route) {
   if (auto err = not_ready()) {
     session->respond_error(*err);
     return;
   }
-  Engine& engine = *state_.engine();
+  ModelRegistry& registry = state_.models();
+  std::string requested = registry.default_model();
+  if (route != RouteId::kLoadLora && route != RouteId::kUnloadLora) {
+    // Only the "model" field is read here; the body is validated again by its route's parser.
+    json j;
+    if (auto err = parse_json_object(request.body, state_.config().max_json_depth, j)) {
+      state_.metrics().count_rejection(Rejection::kInvalid);
+      session->respond_error(*err);
+      return;
+    }
+    if (auto m = j.find("model"); m != j.end() && !m->is_null()) {
+      if (!m->is_string()) {
+        state_.metrics().count_rejection(Rejection::kInvalid);
+        session->respond_error(bad_request("'model' must be a string", "model"));
+        return;
+      }
+      requested = m->get<std::string>();
+    }
+  }
+  const std::optional<std::string> name = registry.resolve(requested);
+  if (!name) {
+    state_.metrics().count_rejection(Rejection::kInvalid);
+    session->respond_error(model_not_found(requested));
+    return;
+  }
+  const int32_t retry = state_.config().retry_after_seconds;
+  registry.acquire(*name, [this, session, route, retry,
+                           request = std::move(request)](Result<ModelLease> lease) mutable {
+    boost::asio::post(
+        session->executor(), [this, session, route, retry, request = std::move(request),
+                              lease = std::move(lease)]() mutable {
+          if (!lease.ok()) {
+            if (lease.status().code() == StatusCode::kUnavailable) {
+              state_.metrics().count_rejection(Rejection::kLoading);
+            }
+            session->respond_error(from_status(lease.status(), "model", retry));
+            return;
+          }
+          if (!session->connection_open()) return;  // gone while the model loaded
+          ModelLease held = std::move(lease).value();
+          if (!held->engine().stats().loop_alive) {
+            session->respond_error(unavailable(
+                "The engine loop of model `" + held->engine().model_info().id + "` has stopped",
+                retry));
+            return;
+          }
+          dispatch(session, request, route, std::move(held));
+        });
+  });
+}
+
+void Router::dispatch(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                      RouteId route, ModelLease lease) {
+  Engine& engine = lease->engine();
+  const int32_t depth = state_.config().max_json_depth;
+  switch (route) {
+    case RouteId::kChat:
+    case RouteId::kCompletions:
+    case RouteId::kMessages:
+    case RouteId::kResponses:
+      generate(session, request, route, std::move(lease));
+      return;
+    case RouteId::kEmbeddings:
+      embed(session, request, std::move(lease));
+      return;
+    case RouteId::kTokenize:
+      session->respond(tokenize(engine, request.body));
+      return;
+    case RouteId::kDetokenize:
+      session->respond(detokenize(engine, request.body));
+      return;
+    case RouteId::kCountTokens:
+      session->respond(count_tokens(engine, request.body));
+      return;
+    case RouteId::kLoadLora:
+      session->respond(load_lora_adapter(engine, request.body, depth));
+      return;
+    case RouteId::kUnloadLora:
+      session->respond(unload_lora_adapter(engine, request.body, depth));
+      return;
+    default:
+      session->respond_error(internal("unhandled route"));
+  }
+}
+
+void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                      RouteId route, ModelLease lease) {
+  Engine& engine = lease->engine();
   const ServerConfig& cfg = state_.config();
   GenerationSpec spec;
   std::unique_ptr<ResponseEncoder> encoder;
@@ -637,22 +731,22 @@ void Router::generate(const std::shared_ptr<HttpSession>& session, const HttpReq
   spec.cache_salt = effective_cache_salt(spec.cache_salt, request.head);
   auto job =
       std::make_shared<GenerationJob>(std::move(spec), engine, state_, session, std::move(encoder));
+  job->hold(std::move(lease));
   job->start();
 }
 
-void Router::embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request) {
-  if (auto err = not_ready()) {
-    session->respond_error(*err);
-    return;
-  }
-  Engine& engine = *state_.engine();
+void Router::embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                   ModelLease lease) {
+  Engine& engine = lease->engine();
   EmbeddingsSpec spec;
   if (auto err = parse_embeddings_request(request.body, engine, state_.config(), spec)) {
     state_.metrics().count_rejection(Rejection::kInvalid);
     session->respond_error(*err);
     return;
   }
-  std::make_shared<EmbeddingJob>(std::move(spec), engine, state_, session)->start();
+  auto job = std::make_shared<EmbeddingJob>(std::move(spec), engine, state_, session);
+  job->hold(std::move(lease));
+  job->start();
 }
 
 }  // namespace pagoda::server

@@ -21,6 +21,7 @@
 
 #include "server/api_error.h"
 #include "server/http_types.h"
+#include "server/model_registry.h"
 
 namespace pagoda::server {
 
@@ -74,17 +75,25 @@ class Router {
   HttpResponse metrics() const;
   HttpResponse models() const;
   HttpResponse model(std::string_view id) const;
-  HttpResponse tokenize(const std::string& body) const;
-  HttpResponse detokenize(const std::string& body) const;
-  HttpResponse count_tokens(const std::string& body) const;
+  HttpResponse tokenize(Engine& engine, const std::string& body) const;
+  HttpResponse detokenize(Engine& engine, const std::string& body) const;
+  HttpResponse count_tokens(Engine& engine, const std::string& body) const;
   HttpResponse stored_response(const std::string& method, std::string_view id) const;
+  // The routes that run on a model: the body's "model" (absent: the first model; the LoRA
+  // routes: always the first model) picks it in the registry, which hands a lease on its engine
+  // once it is loaded; then dispatch() runs on the session's strand. An unknown model is a 404
+  // model_not_found; a failed load or a full --max-loaded-models of busy models a 500 / 503.
+  void with_model(const std::shared_ptr<HttpSession>& session, HttpRequest request, RouteId route);
+  void dispatch(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                RouteId route, ModelLease lease);
   void generate(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
-                RouteId route);
+                RouteId route, ModelLease lease);
   // /v1/embeddings through an EmbeddingJob.
-  void embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request);
+  void embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+             ModelLease lease);
   // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
   std::string effective_cache_salt(const std::string& client_salt, const RequestHead& head) const;
-  // 503 while loading / draining / after the engine loop died; nullopt when ready.
+  // 503 while loading / draining / after the model failed to load at startup; nullopt when ready.
   std::optional<ApiError> not_ready() const;
 
   ServerState& state_;

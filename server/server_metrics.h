@@ -3,15 +3,21 @@
 // names for what it lacks (rejections by reason, aborts by cause, HTTP requests by status, open
 // connections, preemptions by reason). Engine-wide numbers are pulled from
 // EngineStats at scrape time (counters advance by the delta since the previous scrape); per-request
-// histograms are observed by the server as requests finish. Thread-safe.
+// histograms are observed by the server as requests finish. Every engine and request series has
+// one child per served model (model_name = the model); the server-wide ones (HTTP, connections,
+// rejections, aborts, ignored fields) carry the first model's name, as with one model, plus
+// process_resident_memory_bytes (no labels). Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "pagoda/engine.h"
+#include "server/model_registry.h"
 
 namespace prometheus {
 class Registry;
@@ -32,6 +38,18 @@ enum class Rejection {
   kConnections,   // 503: over --max-connections
   kInvalid,       // 400 / 404 / 413 / 414 / 431: a bad request
   kUnauthorized,  // 401
+  kModelsBusy,    // 503: --max-loaded-models reached and every loaded model is busy
+};
+
+// One model's state at scrape time.
+struct ModelMetricsInput {
+  std::string name;
+  ModelState state = ModelState::kUnloaded;
+  std::optional<EngineStats> stats;       // loaded models only
+  const void* engine_identity = nullptr;  // a new engine (a reload) restarts the counters' base
+  // Not loaded, but it would load on demand (the server is ready and its last load did not
+  // fail): pagoda:engine_ready is 1 for it, so that an idle-unloaded model raises no alert.
+  bool loadable = false;
 };
 
 enum class AbortCause {
@@ -42,23 +60,25 @@ enum class AbortCause {
 
 class ServerMetrics {
  public:
-  explicit ServerMetrics(const std::string& model_name);
+  // precondition: model_names is not empty; the first names the server-wide series.
+  explicit ServerMetrics(const std::vector<std::string>& model_names);
   ~ServerMetrics();
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  // Called for every finished sample (RequestOutput with finished set).
-  void observe_finished(const RequestOutput& output);
+  // Called for every finished sample (RequestOutput with finished set) of model `model`.
+  void observe_finished(const std::string& model, const RequestOutput& output);
   // Seconds between two consecutive token deliveries of one sample.
-  void observe_inter_token(double seconds);
+  void observe_inter_token(const std::string& model, double seconds);
   void count_rejection(Rejection reason);
   void count_abort(AbortCause cause);
   void count_http_response(int status);
   void connection_opened();
   void connection_closed();
 
-  // Pulls EngineStats (nullptr while loading) and renders the Prometheus text format.
-  std::string render(const EngineStats* stats);
+  // Pulls each model's EngineStats (none while it is not loaded) and renders the Prometheus
+  // text format.
+  std::string render(const std::vector<ModelMetricsInput>& models);
 
  private:
   struct Impl;

@@ -1,7 +1,7 @@
-// ServerState: what every connection shares: the config, the metrics, the engine (absent while
-// the model loads), the server's phase (loading -> ready -> draining) and the Responses API's
-// stored responses. The engine pointer,
-// once set, stays valid until every connection is gone (the server destroys it last).
+// ServerState: what every connection shares: the config, the metrics, the models and their
+// engines (server/model_registry.h: loaded on first use, each request holding a lease on its
+// model's engine), the server's phase (loading -> ready -> draining; "loading" only while a
+// single-model server loads its model at startup) and the Responses API's stored responses.
 #pragma once
 
 #include <atomic>
@@ -11,8 +11,10 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "pagoda/engine.h"
+#include "server/model_registry.h"
 #include "server/response_store.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -27,23 +29,22 @@ enum class ServerPhase { kLoading, kReady, kDraining, kFailed, kLost };
 
 class ServerState {
  public:
-  ServerState(ServerConfig config, std::string model_name)
+  // precondition: models is not empty.
+  ServerState(ServerConfig config, std::vector<ModelSource> models, ModelRegistryOptions options)
       : config_(std::move(config)),
-        model_name_(std::move(model_name)),
-        metrics_(model_name_),
+        metrics_(names_of(models)),
         responses_(config_.response_store_max_entries, config_.response_store_max_bytes,
-                   config_.response_store_ttl) {}
+                   config_.response_store_ttl),
+        models_(std::move(models), std::move(options)) {}
 
   const ServerConfig& config() const { return config_; }
-  const std::string& model_name() const { return model_name_; }
+  ModelRegistry& models() { return models_; }
+  const ModelRegistry& models() const { return models_; }
   ServerMetrics& metrics() { return metrics_; }
   ResponseStore& responses() { return responses_; }
 
   ServerPhase phase() const { return phase_.load(std::memory_order_acquire); }
   void set_phase(ServerPhase p) { phase_.store(p, std::memory_order_release); }
-  // Non-null once loaded (also while draining).
-  Engine* engine() const { return engine_.load(std::memory_order_acquire); }
-  void set_engine(Engine* e) { engine_.store(e, std::memory_order_release); }
 
   // Live connections, so that draining can close idle ones.
   uint64_t add_session(const std::shared_ptr<HttpSession>& s) {
@@ -72,12 +73,18 @@ class ServerState {
   }
 
  private:
+  static std::vector<std::string> names_of(const std::vector<ModelSource>& models) {
+    std::vector<std::string> names;
+    for (const ModelSource& m : models)
+      names.push_back(m.name);
+    return names;
+  }
+
   ServerConfig config_;
-  std::string model_name_;
   ServerMetrics metrics_;
   ResponseStore responses_;
+  ModelRegistry models_;
   std::atomic<ServerPhase> phase_{ServerPhase::kLoading};
-  std::atomic<Engine*> engine_{nullptr};
   mutable std::mutex mu_;
   uint64_t next_session_id_ = 1;
   std::unordered_map<uint64_t, std::weak_ptr<HttpSession>> sessions_;

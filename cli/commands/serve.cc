@@ -1,20 +1,26 @@
 // pagoda serve: the OpenAI-compatible HTTP server (server/). Flags split into engine flags
 // (EngineConfig: KV cache, batching, threads) and server flags (ServerConfig: address, API key,
 // admission, limits, timeouts). The listener starts before the model loads (/health says 503
-// until it is ready); SIGTERM drains, a second SIGTERM exits at once.
+// until it is ready); SIGTERM drains, a second SIGTERM exits at once. Several models (`-m A -m B`,
+// `--models-dir`) load on first use within --max-loaded-models (server/model_registry.h); the
+// engine flags apply to each, the KV budget is split equally over the models that may be loaded
+// at once, --lora and --served-model-name belong to the first.
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands/commands.h"
 #include "cli/lora_options.h"
+#include "cli/serve_models.h"
 #include "pagoda/engine.h"
 #include "pagoda/output_parser.h"
 #include "pagoda/parallel.h"
@@ -25,7 +31,10 @@ namespace pagoda::cli {
 namespace {
 
 struct ServeOpts {
-  std::string model;
+  std::vector<std::string> models;  // -m, repeatable: PATH or NAME=PATH
+  std::string models_dir;
+  int32_t max_loaded_models = 0;  // 0: every model
+  double idle_unload_s = 0;
   server::ServerConfig server;
   EngineConfig engine;
   LoraOptions lora;
@@ -104,6 +113,13 @@ uint64_t parse_size(const std::string& text, bool& ok) {
   return static_cast<uint64_t>(value * mult);
 }
 
+std::vector<std::string> names_of(const std::vector<ServedModel>& models) {
+  std::vector<std::string> out;
+  for (const ServedModel& m : models)
+    out.push_back(m.name);
+  return out;
+}
+
 std::chrono::milliseconds seconds_to_ms(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
 }
@@ -113,21 +129,29 @@ int run_serve(ServeOpts o) {
   spdlog::set_level(level == spdlog::level::off && o.log_level != "off" ? spdlog::level::info
                                                                         : level);
   EngineConfig& ec = o.engine;
-  ec.model_path = o.model.empty() ? default_model_path() : o.model;
-  if (ec.model_path.empty()) return fail("no model given (-m) and no bundled model found");
-  if (const std::string err = apply_lora_options(o.lora, ec); !err.empty()) return fail(err);
-  if (!std::filesystem::exists(ec.model_path)) return fail("model not found: " + ec.model_path);
-  {
-    // Refused before the listener starts: a FIFO would block the loader's open forever (and
-    // /health say "loading" forever).
-    std::error_code fs_ec;
-    const auto kind = std::filesystem::status(ec.model_path, fs_ec).type();
-    if (kind != std::filesystem::file_type::regular &&
-        kind != std::filesystem::file_type::directory) {
-      return fail("model path " + ec.model_path +
-                  " is not a regular file or a directory (a GGUF file or an HF model directory)");
-    }
+  if (o.models.empty() && o.models_dir.empty()) {
+    const std::string bundled = default_model_path();
+    if (bundled.empty()) return fail("no model given (-m) and no bundled model found");
+    o.models.push_back(bundled);
   }
+  // Paths are checked before the listener starts: a FIFO would block the loader's open forever
+  // (and /health say "loading" forever).
+  std::vector<ServedModel> served;
+  if (const std::string err = resolve_served_models(o.models, o.models_dir, served); !err.empty()) {
+    return fail(err);
+  }
+  ec.model_path = served.front().path;
+  if (served.size() > 1 && !ec.served_model_name.empty()) {
+    return fail("--served-model-name names a single model; with several, use -m NAME=PATH");
+  }
+  if (served.size() > 1 && (ec.tensor_parallel_size > 1 || ec.pipeline_parallel_size > 1)) {
+    return fail("several models per server are not combined with tensor or pipeline parallelism");
+  }
+  if (o.max_loaded_models < 0) return fail("--max-loaded-models must be >= 0 (0: every model)");
+  if (!std::isfinite(o.idle_unload_s) || o.idle_unload_s < 0 || o.idle_unload_s > 86400 * 365) {
+    return fail("--idle-unload-seconds must be in [0, 31536000] (0: never)");
+  }
+  if (const std::string err = apply_lora_options(o.lora, ec); !err.empty()) return fail(err);
   if (!o.kv_cache_memory.empty()) {
     bool ok = false;
     ec.kv_cache_bytes = parse_size(o.kv_cache_memory, ok);
@@ -225,13 +249,51 @@ int run_serve(ServeOpts o) {
   }
   ec.max_queue = std::max(ec.max_queue, 0);
 
-  const std::string model_name = ec.served_model_name.empty()
-                                     ? std::filesystem::path(ec.model_path).stem().string()
-                                     : ec.served_model_name;
+  if (!ec.served_model_name.empty()) served.front().name = ec.served_model_name;
   if (auto worker = run_as_parallel_worker(ec)) return *worker;
+  // The KV budget is shared out equally over the models that may be loaded at once (each
+  // engine reserves its share when it loads and frees it when it unloads).
+  const size_t slots = o.max_loaded_models > 0
+                           ? std::min(served.size(), static_cast<size_t>(o.max_loaded_models))
+                           : served.size();
+  if (slots > 1) {
+    if (ec.kv_cache_bytes > 0) {
+      ec.kv_cache_bytes /= slots;
+    } else {
+      ec.kv_cache_fraction /= static_cast<double>(slots);
+    }
+  }
+  std::vector<server::ModelSource> sources;
+  std::set<std::string> names;
+  for (const ServedModel& m : served)
+    names.insert(m.name);
+  for (size_t i = 0; i < served.size(); ++i) {
+    EngineConfig mc = ec;
+    mc.model_path = served[i].path;
+    mc.served_model_name = served[i].name;
+    server::ModelSource src;
+    src.name = served[i].name;
+    if (i > 0) mc.lora_adapters.clear();  // --lora adapts the first model
+    for (const LoraAdapterSpec& l : mc.lora_adapters) {
+      if (!names.insert(l.name).second) {
+        return fail("--lora " + l.name + ": a model has that name");
+      }
+      src.lora_names.push_back(l.name);
+    }
+    src.factory = [mc] { return Engine::create(mc); };
+    sources.push_back(std::move(src));
+  }
+  server::ModelRegistryOptions ro;
+  ro.max_loaded_models = o.max_loaded_models;
+  ro.idle_unload = seconds_to_ms(o.idle_unload_s);
+  if (served.size() > 1) {
+    spdlog::info("{} models (load on first use, at most {} loaded, KV budget split {} ways): {}",
+                 served.size(), o.max_loaded_models > 0 ? o.max_loaded_models : served.size(),
+                 slots, fmt::join(names_of(served), ", "));
+  }
   // Rank 0 of a job: mpirun's SIGTERM means a rank died; fail fast instead of draining.
   if (parallel_size() > 1) sc.signal_exit_code = 1;
-  server::HttpServer srv(sc, model_name, [ec] { return Engine::create(ec); });
+  server::HttpServer srv(sc, std::move(sources), std::move(ro), /*preload=*/served.size() == 1);
   srv.handle_signals();
   if (Status st = srv.start(); !st.ok()) return fail(st.message());
   return srv.wait();
@@ -243,7 +305,19 @@ void register_serve(CLI::App& app, CommandAction& action) {
   auto opts = std::make_shared<ServeOpts>();
   ServeOpts& o = *opts;
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  cmd->add_option("-m,--model", o.model, "GGUF file or HF directory (default: the demo model)");
+  cmd->add_option("-m,--model", o.models,
+                  "GGUF file or HF directory, or NAME=PATH; repeat to serve several models "
+                  "(default: the demo model)");
+  cmd->add_option("--models-dir", o.models_dir,
+                  "Serve every *.gguf file and HF model directory in DIR, named after its stem");
+  cmd->add_option("--max-loaded-models", o.max_loaded_models,
+                  "Models loaded at once; loading one more first unloads the least recently "
+                  "used idle one (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--idle-unload-seconds", o.idle_unload_s,
+                  "Unload a model (weights and KV cache) after this many seconds without "
+                  "requests (0: never)")
+      ->capture_default_str();
   cmd->add_option("--host", o.server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o.server.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--served-model-name", o.engine.served_model_name,

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -34,13 +36,17 @@ struct FakeEngineOptions {
   // Speculative decoding counters reported by stats(): drafts, draft tokens, accepted, per pos.
   int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted = 0;
   std::vector<int64_t> spec_accepted_per_pos;
-  bool no_chat_template = false;  // apply_chat_template fails as the real engine's does
+  bool no_chat_template = false;        // apply_chat_template fails as the real engine's does
+  std::string model_id = "fake-model";  // ModelInfo::id
+  // Counts live FakeEngines (incremented on construction, decremented on destruction).
+  std::shared_ptr<std::atomic<int>> live_engines;
 };
 
 class FakeEngine final : public Engine {
  public:
   explicit FakeEngine(FakeEngineOptions o = {}) : o_(std::move(o)) {
-    info_.id = "fake-model";
+    info_.id = o_.model_id;
+    if (o_.live_engines) ++*o_.live_engines;
     info_.architecture = "fake";
     info_.context_length = o_.context_length;
     info_.vocab_size = 259;
@@ -49,7 +55,10 @@ class FakeEngine final : public Engine {
     info_.eos_token = "</s>";
     worker_ = std::thread([this] { loop(); });
   }
-  ~FakeEngine() override { shutdown(); }
+  ~FakeEngine() override {
+    shutdown();
+    if (o_.live_engines) --*o_.live_engines;
+  }
 
   const ModelInfo& model_info() const override { return info_; }
 
