@@ -16,6 +16,7 @@
 #include "server/http_session.h"
 #include "server/lora_routes.h"
 #include "server/openai_request.h"
+#include "server/openai_rerank.h"
 #include "server/openai_responses.h"
 #include "server/server_state.h"
 #include "server/web_assets.h"
@@ -61,6 +62,8 @@ std::optional<Router::Route> Router::find_route(std::string_view path) {
   if (path == "/v1/load_lora_adapter") return Route{RouteId::kLoadLora, "POST", false};
   if (path == "/v1/unload_lora_adapter") return Route{RouteId::kUnloadLora, "POST", false};
   if (path == "/v1/embeddings") return Route{RouteId::kEmbeddings, "POST", false};
+  if (path == "/v1/rerank" || path == "/rerank") return Route{RouteId::kRerank, "POST", false};
+  if (path == "/v1/score") return Route{RouteId::kScore, "POST", false};
   if (path.size() > kResponsePrefix.size() && path.starts_with(kResponsePrefix) &&
       path.find('/', kResponsePrefix.size()) == std::string_view::npos) {
     return Route{RouteId::kResponse, "GET", false};
@@ -337,6 +340,10 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
       return;
     case RouteId::kEmbeddings:
       embed(session, request);
+      return;
+    case RouteId::kRerank:
+    case RouteId::kScore:
+      rerank(session, request, route->id == RouteId::kScore);
       return;
     default:
       break;
@@ -622,7 +629,27 @@ void Router::embed(const std::shared_ptr<HttpSession>& session, const HttpReques
     session->respond_error(*err);
     return;
   }
-  std::make_shared<EmbeddingJob>(std::move(spec), engine, state_, session)->start();
+  std::make_shared<EmbeddingJob>(embeddings_work(std::move(spec)), engine, state_, session)
+      ->start();
+}
+
+void Router::rerank(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                    bool score) {
+  if (auto err = not_ready()) {
+    session->respond_error(*err);
+    return;
+  }
+  Engine& engine = *state_.engine();
+  RerankSpec spec;
+  auto err = score ? parse_score_request(request.body, engine, state_.config(), spec)
+                   : parse_rerank_request(request.body, engine, state_.config(), spec);
+  if (err) {
+    state_.metrics().count_rejection(Rejection::kInvalid);
+    session->respond_error(*err);
+    return;
+  }
+  std::make_shared<EmbeddingJob>(rerank_work(std::move(spec), score), engine, state_, session)
+      ->start();
 }
 
 }  // namespace pagoda::server

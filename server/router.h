@@ -57,6 +57,8 @@ class Router {
     kLoadLora,     // POST /v1/load_lora_adapter (server/lora_routes.h)
     kUnloadLora,   // POST /v1/unload_lora_adapter
     kEmbeddings,   // POST /v1/embeddings
+    kRerank,       // POST /v1/rerank, /rerank
+    kScore,        // POST /v1/score
   };
   struct Route {
     RouteId id;
@@ -82,6 +84,8 @@ class Router {
                 RouteId route);
   // /v1/embeddings through an EmbeddingJob.
   void embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request);
+  // /v1/rerank and /rerank, or /v1/score (`score`): cross-encoder pooling (openai_rerank.h).
+  void rerank(const std::shared_ptr<HttpSession>& session, const HttpRequest& request, bool score);
   // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
   std::string effective_cache_salt(const std::string& client_salt, const RequestHead& head) const;
   // 503 while loading / draining / after the engine loop died; nullopt when ready.

@@ -63,6 +63,11 @@ struct HfConfig {
   std::optional<double> routed_scaling_factor;
   std::optional<std::string> topk_method, scoring_func;
   std::vector<int64_t> bos_token_id, eos_token_id;  // an int or a list in the file
+  // BERT (BertModel, BertForSequenceClassification): LayerNorm epsilon, token-type rows and the
+  // position embedding kind ("absolute" is the one supported).
+  std::optional<double> layer_norm_eps;
+  std::optional<int64_t> type_vocab_size;
+  std::optional<std::string> position_embedding_type;
 };
 
 // generation_config.json: the sampling defaults the authors chose.

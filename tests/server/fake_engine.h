@@ -35,6 +35,7 @@ struct FakeEngineOptions {
   int64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted = 0;
   std::vector<int64_t> spec_accepted_per_pos;
   bool no_chat_template = false;  // apply_chat_template fails as the real engine's does
+  int32_t num_labels = 0;         // ModelInfo::num_labels (a cross-encoder's classifier outputs)
 };
 
 class FakeEngine final : public Engine {
@@ -47,6 +48,7 @@ class FakeEngine final : public Engine {
     info_.chat_template = "fake";
     info_.bos_token = "<s>";
     info_.eos_token = "</s>";
+    info_.num_labels = o_.num_labels;
     worker_ = std::thread([this] { loop(); });
   }
   ~FakeEngine() override { shutdown(); }
