@@ -61,10 +61,17 @@ BatchLine parse_batch_line(std::string_view text, size_t line_number) {
     b.endpoint = Endpoint::kChat;
   } else if (u == "/v1/completions") {
     b.endpoint = Endpoint::kCompletion;
+  } else if (u == "/v1/embeddings") {
+    b.url = BatchUrl::kEmbeddings;
+  } else if (u == "/v1/rerank" || u == "/rerank") {
+    b.url = BatchUrl::kRerank;
+  } else if (u == "/v1/score") {
+    b.url = BatchUrl::kScore;
   } else {
-    return bad("invalid_url", fmt::format("'url' {} is not supported (use /v1/chat/completions or "
-                                          "/v1/completions)",
-                                          json(u.substr(0, 64)).dump()));
+    return bad("invalid_url",
+               fmt::format("'url' {} is not supported (use /v1/chat/completions, /v1/completions, "
+                           "/v1/embeddings, /v1/rerank or /v1/score)",
+                           json(u.substr(0, 64)).dump()));
   }
   const auto body = j.find("body");
   if (body == j.end() || !body->is_object()) return bad("invalid_body", "'body' must be an object");

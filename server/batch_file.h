@@ -15,17 +15,22 @@
 
 namespace pagoda::server {
 
+// What a line's url asks for: generation (chat / completions) or pooling.
+enum class BatchUrl { kGeneration, kEmbeddings, kRerank, kScore };
+
 // One input line: what it asks for, or why it cannot run (error_code set).
 struct BatchLine {
   std::string custom_id;  // "" when missing or not a string
-  Endpoint endpoint = Endpoint::kChat;
-  std::string body;  // the request body as JSON text
+  BatchUrl url = BatchUrl::kGeneration;
+  Endpoint endpoint = Endpoint::kChat;  // url kGeneration
+  std::string body;                     // the request body as JSON text
   std::string error_code, error_message;
 };
 
-// Parses input line `line_number` (1-based, for messages). Accepts url /v1/chat/completions and
-// /v1/completions; refuses other urls, methods other than POST, unknown keys, a custom_id that
-// is empty or over 512 bytes, a body that is not an object or asks to stream.
+// Parses input line `line_number` (1-based, for messages). Accepts url /v1/chat/completions,
+// /v1/completions, /v1/embeddings, /v1/rerank (or /rerank) and /v1/score; refuses other urls,
+// methods other than POST, unknown keys, a custom_id that is empty or over 512 bytes, a body that
+// is not an object or asks to stream.
 BatchLine parse_batch_line(std::string_view text, size_t line_number);
 
 // Output lines.

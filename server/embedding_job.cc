@@ -10,17 +10,18 @@
 
 namespace pagoda::server {
 
-EmbeddingJob::EmbeddingJob(EmbeddingsSpec spec, Engine& engine, ServerState& state,
+EmbeddingJob::EmbeddingJob(PoolingWork work, Engine& engine, ServerState& state,
                            const std::shared_ptr<HttpSession>& session)
-    : spec_(std::move(spec)), engine_(engine), state_(state), session_(session) {}
+    : work_(std::move(work)), engine_(engine), state_(state), session_(session) {}
 
 void EmbeddingJob::start() {
   auto self = shared_from_this();
   auto s = session_.lock();
   if (!s) return;
   s->set_listener(self);
-  const size_t n = spec_.inputs.size();
-  const std::string id = make_response_id("embd-");
+  const size_t n = work_.inputs.size();
+  id_ = make_response_id(work_.id_prefix);
+  const std::string& id = id_;
   request_ids_.resize(n);
   live_.assign(n, false);
   embeddings_.resize(n);
@@ -29,8 +30,11 @@ void EmbeddingJob::start() {
     request_ids_[i] = fmt::format("{}-{}", id, i);
     GenerateRequest req;
     req.request_id = request_ids_[i];
-    req.prompt_tokens = std::move(spec_.inputs[i]);
-    req.sampling.pooling = spec_.pooling;
+    req.prompt_tokens = std::move(work_.inputs[i]);
+    req.sampling.pooling = work_.pooling;
+    if (i < work_.second_segment.size()) {
+      req.sampling.second_segment_start = work_.second_segment[i];
+    }
     req.stop.max_tokens = 1;
     Status st =
         engine_.add_request(std::move(req), [self, i, exec = s->executor()](RequestOutput out) {
@@ -43,7 +47,7 @@ void EmbeddingJob::start() {
                                            ? Rejection::kQueueFull
                                            : Rejection::kInvalid);
       abort_all();
-      fail(from_status(st, "input", state_.config().retry_after_seconds));
+      fail(from_status(st, work_.field, state_.config().retry_after_seconds));
       return;
     }
     live_[i] = true;
@@ -88,7 +92,7 @@ void EmbeddingJob::on_output(size_t i, RequestOutput out) {
       fail(unavailable("The server is shutting down; the request was aborted",
                        state_.config().retry_after_seconds));
     } else if (out.error_code == StatusCode::kInvalidArgument) {
-      fail(bad_request(out.error, "input"));
+      fail(bad_request(out.error, work_.field));
     } else {
       fail(internal(out.error.empty() ? "embedding failed" : "embedding failed: " + out.error));
     }
@@ -101,7 +105,7 @@ void EmbeddingJob::on_output(size_t i, RequestOutput out) {
   auto s = session_.lock();
   if (!s) return;
   HttpResponse r;
-  r.body = embeddings_response(spec_, embeddings_, prompt_tokens_);
+  r.body = work_.respond(embeddings_, prompt_tokens_, id_);
   s->respond(std::move(r));
 }
 

@@ -1,8 +1,9 @@
-// EmbeddingJob: one /v1/embeddings request in flight. It submits one engine request per input
-// (a pooling request: the engine computes the prompt in its ordinary step loop, batched with
-// whatever else runs, and returns the pooled hidden state), collects the embeddings on its
-// connection's strand and answers one JSON response once all have finished. A refused submit,
-// a failed request or a lost connection aborts the rest.
+// EmbeddingJob: one pooling request in flight (/v1/embeddings; /v1/rerank and /v1/score with
+// rank pooling). It submits one engine request per input (a pooling request: the engine computes
+// the prompt in its ordinary step loop, batched with whatever else runs, and returns the pooled
+// hidden state, or a cross-encoder's scores), collects the outputs on its connection's strand and
+// answers one JSON response (PoolingWork::respond) once all have finished. A refused submit, a
+// failed request or a lost connection aborts the rest.
 #pragma once
 
 #include <memory>
@@ -12,7 +13,7 @@
 #include "pagoda/engine.h"
 #include "server/http_session.h"
 #include "server/model_registry.h"
-#include "server/openai_embeddings.h"
+#include "server/pooling_work.h"
 
 namespace pagoda::server {
 
@@ -20,7 +21,7 @@ class ServerState;
 
 class EmbeddingJob : public ConnectionListener, public std::enable_shared_from_this<EmbeddingJob> {
  public:
-  EmbeddingJob(EmbeddingsSpec spec, Engine& engine, ServerState& state,
+  EmbeddingJob(PoolingWork work, Engine& engine, ServerState& state,
                const std::shared_ptr<HttpSession>& session);
 
   // On the session's strand: submits every input (answering the error if one is refused).
@@ -34,7 +35,8 @@ class EmbeddingJob : public ConnectionListener, public std::enable_shared_from_t
   void fail(const ApiError& error);
   void abort_all();
 
-  EmbeddingsSpec spec_;
+  PoolingWork work_;
+  std::string id_;
   Engine& engine_;
   ServerState& state_;
   ModelLease lease_;

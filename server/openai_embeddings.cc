@@ -122,6 +122,13 @@ std::optional<ApiError> parse_embeddings_request(const std::string& body, const 
                                    info.id),
                        "model");
   }
+  if (out.pooling == PoolingType::kRank) {
+    return bad_request(
+        fmt::format("model '{}' is a cross-encoder (it scores pairs): use "
+                    "/v1/rerank or /v1/score, or start the server with --pooling cls",
+                    info.id),
+        "model");
+  }
   if (auto u = j.find("user"); u != j.end() && !u->is_null() && !u->is_string()) {
     return bad_request("'user' must be a string", "user");
   }

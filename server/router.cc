@@ -19,6 +19,7 @@
 #include "server/http_session.h"
 #include "server/lora_routes.h"
 #include "server/openai_request.h"
+#include "server/openai_rerank.h"
 #include "server/openai_responses.h"
 #include "server/server_state.h"
 #include "server/web_assets.h"
@@ -64,6 +65,8 @@ std::optional<Router::Route> Router::find_route(std::string_view path) {
   if (path == "/v1/load_lora_adapter") return Route{RouteId::kLoadLora, "POST", false};
   if (path == "/v1/unload_lora_adapter") return Route{RouteId::kUnloadLora, "POST", false};
   if (path == "/v1/embeddings") return Route{RouteId::kEmbeddings, "POST", false};
+  if (path == "/v1/rerank" || path == "/rerank") return Route{RouteId::kRerank, "POST", false};
+  if (path == "/v1/score") return Route{RouteId::kScore, "POST", false};
   if (path.size() > kResponsePrefix.size() && path.starts_with(kResponsePrefix) &&
       path.find('/', kResponsePrefix.size()) == std::string_view::npos) {
     return Route{RouteId::kResponse, "GET", false};
@@ -340,6 +343,8 @@ void Router::handle(const std::shared_ptr<HttpSession>& session, HttpRequest req
     case RouteId::kCountTokens:
     case RouteId::kLoadLora:
     case RouteId::kUnloadLora:
+    case RouteId::kRerank:
+    case RouteId::kScore:
       with_model(session, std::move(request), route->id);
       return;
     default:
@@ -675,6 +680,10 @@ void Router::dispatch(const std::shared_ptr<HttpSession>& session, const HttpReq
     case RouteId::kEmbeddings:
       embed(session, request, std::move(lease));
       return;
+    case RouteId::kRerank:
+    case RouteId::kScore:
+      rerank(session, request, std::move(lease), route == RouteId::kScore);
+      return;
     case RouteId::kTokenize:
       session->respond(tokenize(engine, request.body));
       return;
@@ -744,7 +753,25 @@ void Router::embed(const std::shared_ptr<HttpSession>& session, const HttpReques
     session->respond_error(*err);
     return;
   }
-  auto job = std::make_shared<EmbeddingJob>(std::move(spec), engine, state_, session);
+  auto job =
+      std::make_shared<EmbeddingJob>(embeddings_work(std::move(spec)), engine, state_, session);
+  job->hold(std::move(lease));
+  job->start();
+}
+
+void Router::rerank(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+                    ModelLease lease, bool score) {
+  Engine& engine = lease->engine();
+  RerankSpec spec;
+  auto err = score ? parse_score_request(request.body, engine, state_.config(), spec)
+                   : parse_rerank_request(request.body, engine, state_.config(), spec);
+  if (err) {
+    state_.metrics().count_rejection(Rejection::kInvalid);
+    session->respond_error(*err);
+    return;
+  }
+  auto job = std::make_shared<EmbeddingJob>(rerank_work(std::move(spec), score), engine, state_,
+                                            session);
   job->hold(std::move(lease));
   job->start();
 }

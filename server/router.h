@@ -58,6 +58,8 @@ class Router {
     kLoadLora,     // POST /v1/load_lora_adapter (server/lora_routes.h)
     kUnloadLora,   // POST /v1/unload_lora_adapter
     kEmbeddings,   // POST /v1/embeddings
+    kRerank,       // POST /v1/rerank, /rerank
+    kScore,        // POST /v1/score
   };
   struct Route {
     RouteId id;
@@ -91,6 +93,9 @@ class Router {
   // /v1/embeddings through an EmbeddingJob.
   void embed(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
              ModelLease lease);
+  // /v1/rerank and /rerank, or /v1/score (`score`): cross-encoder pooling (openai_rerank.h).
+  void rerank(const std::shared_ptr<HttpSession>& session, const HttpRequest& request,
+              ModelLease lease, bool score);
   // The cache salt a request's prefix-cache chain is seeded with (--prefix-cache-isolation).
   std::string effective_cache_salt(const std::string& client_salt, const RequestHead& head) const;
   // 503 while loading / draining / after the model failed to load at startup; nullopt when ready.

@@ -109,8 +109,8 @@ Result<Run> run_once(model::Model& model, backend::KvStorage& kv, int32_t num_se
     std::iota(positions.begin(), positions.end(), 0);
     model::SequenceSlice slice{0, prompt_len, tables[static_cast<size_t>(s)]};
     const int32_t last = prompt_len - 1;
-    model::ForwardBatch batch{tokens,          positions, {&slice, 1}, {&last, 1},
-                              flash_attention, {},        {},          nullptr};
+    model::ForwardBatch batch{tokens, positions, {&slice, 1}, {&last, 1}, flash_attention,
+                              {},     {},        nullptr,     {}};
     logits.resize(static_cast<size_t>(c.vocab_size));
     const auto t0 = Clock::now();
     PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
@@ -129,7 +129,8 @@ Result<Run> run_once(model::Model& model, backend::KvStorage& kv, int32_t num_se
       positions[static_cast<size_t>(s)] = prompt_len + step;
       slices[static_cast<size_t>(s)] = {s, 1, tables[static_cast<size_t>(s)]};
     }
-    model::ForwardBatch batch{tokens, positions, slices, rows, flash_attention, {}, {}, nullptr};
+    model::ForwardBatch batch{tokens, positions, slices,  rows, flash_attention,
+                              {},     {},        nullptr, {}};
     PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
   }
   run.decode_s = seconds_since(t0);

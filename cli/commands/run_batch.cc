@@ -1,11 +1,12 @@
 // pagoda run-batch: OpenAI's batch file format offline. Each input line is
-// {"custom_id", "method": "POST", "url": "/v1/chat/completions" | "/v1/completions", "body"};
+// {"custom_id", "method": "POST", "url": "/v1/chat/completions" | "/v1/completions" |
+// "/v1/embeddings" | "/v1/rerank" | "/v1/score", "body"};
 // each output line is {"id", "custom_id", "response": {"status_code", "request_id", "body"} |
 // null, "error": null | {"code", "message"}}. Requests run concurrently through pagoda::Engine,
-// parsed and answered by the server's own code (parse_generation_request,
-// run_offline_completion), so a line's body is exactly what POSTing it would return. Resumable:
-// custom_ids already in the output file are skipped (a torn last line, from a kill, is cut off);
-// a bad line gets an error line and the run goes on.
+// parsed and answered by the server's own code (parse_generation_request /
+// run_offline_completion; the pooling parsers / run_offline_pooling), so a line's body is exactly
+// what POSTing it would return. Resumable: custom_ids already in the output file are skipped (a
+// torn last line, from a kill, is cut off); a bad line gets an error line and the run goes on.
 
 #include <condition_variable>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "pagoda/engine.h"
 #include "server/batch_file.h"
 #include "server/offline_completion.h"
+#include "server/offline_pooling.h"
 #include "server/openai_request.h"
 #include "server/server_config.h"
 
@@ -135,7 +138,22 @@ int run_batch(BatchOpts o) {
       continue;
     }
     server::GenerationSpec spec;
-    if (auto e = server::parse_generation_request(b.body, b.endpoint, engine, o.server, spec)) {
+    server::PoolingWork work;
+    std::optional<server::ApiError> e;
+    if (b.url == server::BatchUrl::kEmbeddings) {
+      server::EmbeddingsSpec es;
+      e = server::parse_embeddings_request(b.body, engine, o.server, es);
+      if (!e) work = server::embeddings_work(std::move(es));
+    } else if (b.url != server::BatchUrl::kGeneration) {
+      const bool score = b.url == server::BatchUrl::kScore;
+      server::RerankSpec rs;
+      e = score ? server::parse_score_request(b.body, engine, o.server, rs)
+                : server::parse_rerank_request(b.body, engine, o.server, rs);
+      if (!e) work = server::rerank_work(std::move(rs), score);
+    } else {
+      e = server::parse_generation_request(b.body, b.endpoint, engine, o.server, spec);
+    }
+    if (e) {
       // The answer the server would give: a 4xx response line, as OpenAI's batch does.
       write({server::batch_response_line(b.custom_id,
                                          server::OfflineResult{e->status, "", e->body()})});
@@ -147,10 +165,14 @@ int run_batch(BatchOpts o) {
       write(ls);
     }
     ++in_flight;
-    server::run_offline_completion(std::move(spec), engine,
-                                   [&results, id = b.custom_id](server::OfflineResult r) {
-                                     results.push(server::batch_response_line(id, r));
-                                   });
+    auto on_done = [&results, id = b.custom_id](server::OfflineResult r) {
+      results.push(server::batch_response_line(id, r));
+    };
+    if (b.url == server::BatchUrl::kGeneration) {
+      server::run_offline_completion(std::move(spec), engine, std::move(on_done));
+    } else {
+      server::run_offline_pooling(std::move(work), engine, std::move(on_done));
+    }
   }
   while (in_flight > 0) {
     const std::deque<std::string> ls = results.take();

@@ -192,7 +192,8 @@ struct RequestOutput {
   // cannot be compiled); kInternal (the default): the engine.
   StatusCode error_code = StatusCode::kInternal;
   // Embedding requests (SamplingParams::pooling): the pooled, L2-normalised hidden state
-  // [ModelInfo::hidden_size], on the finished output only.
+  // [ModelInfo::hidden_size], on the finished output only; rank pooling: the classifier's
+  // [ModelInfo::num_labels] raw scores.
   std::vector<float> embedding;
   RequestUsage usage;      // on finished outputs (per sample: prompt counted in each)
   RequestTimings timings;  // on finished outputs
@@ -254,6 +255,9 @@ struct ModelInfo {
   bool is_encoder = false;
   // The pooling the model was trained for (encoders: from their config), kNone if none.
   PoolingType default_pooling = PoolingType::kNone;
+  // Cross-encoders (a classifier head): the classifier's outputs per request (rank pooling);
+  // 0: no classifier (rank pooling is refused).
+  int32_t num_labels = 0;
 };
 
 // Receives a request's outputs on the engine thread, in order per sample; the last one of each

@@ -43,9 +43,11 @@ struct StructuredOutputs {
 // Embedding requests: the request computes its prompt and, instead of sampling, returns one
 // vector pooled from the model's final hidden states (after the final norm), L2-normalised
 // (RequestOutput::embedding). kLast: the last prompt position; kMean: the mean over every prompt
-// position; kCls: position 0 (encoders' [CLS]). Rides in SamplingParams so that it reaches the
-// runner with the request's other per-request options (step::ScheduledRequest::sampling).
-enum class PoolingType { kNone, kLast, kMean, kCls };
+// position; kCls: position 0 (encoders' [CLS]). kRank (cross-encoders: ModelInfo::num_labels >
+// 0): position 0 through the model's classifier head (pooler dense + tanh, then the classifier),
+// its num_labels raw scores instead of a normalised vector. Rides in SamplingParams so that it
+// reaches the runner with the request's other per-request options (ScheduledRequest::sampling).
+enum class PoolingType { kNone, kLast, kMean, kCls, kRank };
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 = greedy
@@ -70,6 +72,10 @@ struct SamplingParams {
   // kNone: a generation request. Otherwise an embedding request (see PoolingType): n must be 1,
   // and it never samples (no tokens, finish_reason kStop once its prompt is computed).
   PoolingType pooling = PoolingType::kNone;
+  // Encoders: prompt positions from here on have token type (segment) 1, the others 0 (BERT's
+  // sentence pairs: [CLS] query [SEP] document [SEP], the document part from its first token).
+  // 0: one segment.
+  int32_t second_segment_start = 0;
 
   bool is_greedy() const { return temperature <= 0.0f; }
 };

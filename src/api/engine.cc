@@ -74,6 +74,18 @@ class EngineImpl final : public Engine {
       return invalid_argument("model '{}' is an encoder ({}): it serves embeddings only", info_.id,
                               info_.architecture);
     }
+    if (request.sampling.pooling == PoolingType::kRank && info_.num_labels <= 0) {
+      return invalid_argument("model '{}' has no classifier head: it cannot score (rerank)",
+                              info_.id);
+    }
+    if (request.sampling.second_segment_start != 0 &&
+        (!info_.is_encoder || request.sampling.second_segment_start < 0 ||
+         static_cast<size_t>(request.sampling.second_segment_start) >=
+             request.prompt_tokens.size())) {
+      return invalid_argument(
+          "second_segment_start {} needs an encoder and must fall inside the {}-token prompt",
+          request.sampling.second_segment_start, request.prompt_tokens.size());
+    }
     if (request.sampling.pooling != PoolingType::kNone && !request.sampling.structured.empty()) {
       return invalid_argument("an embedding request cannot have a structured-output constraint");
     }
@@ -422,6 +434,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   info.vocab_size = mc.vocab_size;
   info.hidden_size = mc.hidden_dim;
   info.is_encoder = mc.encoder;
+  info.num_labels = mc.num_labels;
   switch (mc.pooling_type) {  // GGUF {arch}.pooling_type, as llama.cpp numbers it
     case 1:
       info.default_pooling = PoolingType::kMean;
@@ -431,6 +444,9 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
       break;
     case 3:
       info.default_pooling = PoolingType::kLast;
+      break;
+    case 4:
+      info.default_pooling = PoolingType::kRank;
       break;
     default:
       info.default_pooling = mc.encoder ? PoolingType::kCls : PoolingType::kNone;

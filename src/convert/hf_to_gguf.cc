@@ -313,6 +313,15 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     w.set(a + "attention.key_length", GgufWriteValue::u32(static_cast<uint32_t>(c.head_dim)));
     w.set(a + "attention.value_length", GgufWriteValue::u32(static_cast<uint32_t>(c.value_dim())));
   }
+  if (c.encoder) {  // BERT: no rope; LayerNorm epsilon, bidirectional, its pooling
+    w.set(a + "attention.layer_norm_epsilon", GgufWriteValue::f32(c.layer_norm_eps));
+    w.set(a + "attention.causal", GgufWriteValue::boolean(false));
+    w.set(a + "pooling_type", u32(c.pooling_type));
+    w.set(a + "vocab_size", u32(c.vocab_size));
+    w.set("general.file_type", GgufWriteValue::u32(static_cast<uint32_t>(file_type)));
+    w.set("general.quantization_version", GgufWriteValue::u32(2));
+    return;
+  }
   w.set(a + "rope.dimension_count", GgufWriteValue::u32(static_cast<uint32_t>(c.rope_dims)));
   w.set(a + "rope.freq_base", GgufWriteValue::f32(c.rope_theta));
   if (ckpt.rope_linear_factor() != 1.0) {
@@ -348,6 +357,35 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
   w.set("general.quantization_version", GgufWriteValue::u32(2));
 }
 
+// BERT's WordPiece as llama.cpp's converter writes it: model "bert", tokens in "phantom space"
+// form (a word's first piece prefixed with U+2581, a "##" continuation without its prefix,
+// [CLS]-style specials as they are), the cls / separator ids.
+Status set_wordpiece_metadata(format::GgufWriter& w, const tokenizer::Vocab& v,
+                              std::vector<std::string> tokens, const std::vector<int32_t>& types) {
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    std::string& t = tokens[i];
+    const bool special = t.size() >= 2 && t.front() == '[' && t.back() == ']';
+    if (special) continue;
+    if (t.starts_with("##")) {
+      t.erase(0, 2);
+    } else {
+      t.insert(0, "\u2581");
+    }
+  }
+  w.set("tokenizer.ggml.model", GgufWriteValue::string("bert"));
+  w.set("tokenizer.ggml.tokens",
+        GgufWriteValue::string_array(std::span<const std::string>(tokens)));
+  w.set("tokenizer.ggml.token_type", GgufWriteValue::array(std::span<const int32_t>(types)));
+  auto set_id = [&w](const char* key, const std::optional<tokenizer::TokenId>& id) {
+    if (id) w.set(key, GgufWriteValue::u32(static_cast<uint32_t>(*id)));
+  };
+  set_id("tokenizer.ggml.cls_token_id", v.bos_id);
+  set_id("tokenizer.ggml.seperator_token_id", v.sep_id);
+  set_id("tokenizer.ggml.unknown_token_id", v.unk_id);
+  set_id("tokenizer.ggml.padding_token_id", v.pad_id);
+  return Status();
+}
+
 Status set_tokenizer_metadata(format::GgufWriter& w, const HfTokenizerFiles& files,
                               int32_t model_vocab) {
   const tokenizer::Vocab& v = files.vocab;
@@ -365,6 +403,8 @@ Status set_tokenizer_metadata(format::GgufWriter& w, const HfTokenizerFiles& fil
     types[i] = static_cast<int32_t>(tokenizer::TokenType::kUnused);
   }
   const bool spm = v.kind == tokenizer::VocabKind::kSpm;
+  if (v.kind == tokenizer::VocabKind::kWordPiece)
+    return set_wordpiece_metadata(w, v, tokens, types);
   w.set("tokenizer.ggml.model", GgufWriteValue::string(spm ? "llama" : "gpt2"));
   w.set("tokenizer.ggml.pre", GgufWriteValue::string(v.pre));
   w.set("tokenizer.ggml.tokens",

@@ -54,6 +54,9 @@ Result<HfConfig> parse_config_object(const json& root, std::string_view kFile,
   PAGODA_RETURN_IF_ERROR(f.read("num_local_experts", c.num_local_experts));
   PAGODA_RETURN_IF_ERROR(f.read("num_experts_per_tok", c.num_experts_per_tok));
   PAGODA_RETURN_IF_ERROR(f.read("hidden_act", c.hidden_act));
+  PAGODA_RETURN_IF_ERROR(f.read("layer_norm_eps", c.layer_norm_eps));
+  PAGODA_RETURN_IF_ERROR(f.read("type_vocab_size", c.type_vocab_size));
+  PAGODA_RETURN_IF_ERROR(f.read("position_embedding_type", c.position_embedding_type));
   PAGODA_RETURN_IF_ERROR(f.read("torch_dtype", c.torch_dtype));
   PAGODA_RETURN_IF_ERROR(f.read("_name_or_path", c.name_or_path));
   PAGODA_RETURN_IF_ERROR(f.read("bos_token_id", c.bos_token_id));

@@ -68,6 +68,11 @@ struct HfConfig {
   // The fields above came from text_config (a multimodal checkpoint; architectures, model_type
   // and, when text_config has none, the token ids and dtype are the top level's).
   bool from_text_config = false;
+  // BERT (BertModel, BertForSequenceClassification): LayerNorm epsilon, token-type rows and the
+  // position embedding kind ("absolute" is the one supported).
+  std::optional<double> layer_norm_eps;
+  std::optional<int64_t> type_vocab_size;
+  std::optional<std::string> position_embedding_type;
 };
 
 // generation_config.json: the sampling defaults the authors chose.

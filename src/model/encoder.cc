@@ -80,7 +80,46 @@ Result<EncoderWeights> bind_encoder_weights(const ModelConfig& c, const WeightBi
     PAGODA_RETURN_IF_ERROR(
         bind_pair(b, blk(i, "layer_output_norm"), hidden, L.out_norm_w, L.out_norm_b));
   }
+  if (c.num_labels > 0) {
+    w.has_pooler = b.has("cls.weight");
+    if (w.has_pooler) {
+      PAGODA_ASSIGN_OR_RETURN(w.cls, b.matrix("cls.weight", hidden, hidden));
+      PAGODA_ASSIGN_OR_RETURN(w.cls_b, b.vector("cls.bias", hidden));
+    }
+    PAGODA_ASSIGN_OR_RETURN(w.cls_out, b.matrix("cls.output.weight", c.num_labels, hidden));
+    if (b.has("cls.output.bias")) {
+      PAGODA_ASSIGN_OR_RETURN(w.cls_out_b, b.vector("cls.output.bias", c.num_labels));
+    } else {
+      w.cls_out_b.assign(static_cast<size_t>(c.num_labels), 0.0f);
+    }
+  }
   return w;
+}
+
+Result<int32_t> classifier_labels(const TensorSource& source, int32_t hidden) {
+  const TensorRef* t = source.find("cls.output.weight");
+  if (t == nullptr) return 0;
+  const int64_t labels = t->dims[1];  // ggml dims {hidden, labels}
+  if (t->n_dims != 2 || t->dims[0] != hidden || labels < 1 || labels > 65536) {
+    return invalid_argument("cls.output.weight must be [labels, {}] with 1 to 65536 labels",
+                            hidden);
+  }
+  return static_cast<int32_t>(labels);
+}
+
+Status EncoderModel::classify(const float* pooled, int64_t rows, float* scores) const {
+  if (config_.num_labels <= 0) return Model::classify(pooled, rows, scores);
+  const int64_t H = config_.hidden_dim;
+  std::vector<float> t(static_cast<size_t>(rows * H));
+  const float* in = pooled;
+  if (w_.has_pooler) {
+    kernels::matmul(w_.cls, pooled, rows, t.data(), w_.cls_b.data());
+    for (float& v : t)
+      v = std::tanh(v);
+    in = t.data();
+  }
+  kernels::matmul(w_.cls_out, in, rows, scores, w_.cls_out_b.data());
+  return Status();
 }
 
 void EncoderModel::forward_impl(const ForwardBatch& batch,
@@ -107,7 +146,8 @@ void EncoderModel::forward_impl(const ForwardBatch& batch,
     kernels::dequantize_row(w_.position_embd.dtype, w_.position_embd.row(pos), row.data(), H);
     for (int64_t i = 0; i < H; ++i)
       xt[i] += row[static_cast<size_t>(i)];
-    kernels::dequantize_row(w_.token_types.dtype, w_.token_types.row(0), row.data(), H);
+    const int32_t type = batch.token_types.empty() ? 0 : batch.token_types[static_cast<size_t>(t)];
+    kernels::dequantize_row(w_.token_types.dtype, w_.token_types.row(type), row.data(), H);
     for (int64_t i = 0; i < H; ++i)
       xt[i] += row[static_cast<size_t>(i)];
   }

@@ -32,17 +32,30 @@ struct EncoderWeights {
   kernels::WeightView token_types;    // [num_types, hidden]; type 0 is used
   std::vector<float> embd_norm_w, embd_norm_b;
   std::vector<EncoderLayer> layers;
+  // The classifier head (cross-encoders; config.num_labels > 0): an optional pooler cls
+  // [hidden, hidden] + tanh, then cls.output [num_labels, hidden], each with its bias.
+  bool has_pooler = false;
+  kernels::WeightView cls, cls_out;
+  std::vector<float> cls_b, cls_out_b;
 };
 
 // Binds the GGUF bert names: token_embd, position_embd, token_types, token_embd_norm,
-// blk.N.{attn_q,attn_k,attn_v,attn_output,attn_output_norm,ffn_up,ffn_down,layer_output_norm}.
+// blk.N.{attn_q,attn_k,attn_v,attn_output,attn_output_norm,ffn_up,ffn_down,layer_output_norm},
+// and with config.num_labels > 0 the classifier (llama.cpp's names): cls.{weight,bias} (the
+// pooler, optional) and cls.output.{weight,bias}.
 Result<EncoderWeights> bind_encoder_weights(const ModelConfig& config, const WeightBinder& binder);
+
+// The classifier's output count of a source: the rows of cls.output.weight, 0 without it.
+// invalid_argument when it is not a [n, hidden] matrix with n in [1, 65536].
+Result<int32_t> classifier_labels(const TensorSource& source, int32_t hidden);
 
 class EncoderModel final : public Model {
  public:
   EncoderModel(ModelConfig config, EncoderWeights weights, std::unique_ptr<TensorSource> source,
                backend::Backend& backend)
       : Model(std::move(config), backend), w_(std::move(weights)), source_(std::move(source)) {}
+
+  Status classify(const float* pooled, int64_t rows, float* scores) const override;
 
  private:
   // Precondition (the engine's encoder settings): every sequence slice starts at position 0.

@@ -43,6 +43,8 @@ struct ForwardBatch {
   // [hidden_rows.size(), hidden_dim] f32 (must be non-null when hidden_rows is not empty).
   std::span<const int32_t> hidden_rows;
   float* hidden = nullptr;
+  // Encoders: the token type (segment id, 0 or 1) of each row; empty: all 0.
+  std::span<const int32_t> token_types;
 };
 
 }  // namespace pagoda::model

@@ -106,6 +106,10 @@ Status Model::run_worker() {
   }
 }
 
+Status Model::classify(const float* /*pooled*/, int64_t /*rows*/, float* /*scores*/) const {
+  return failed_precondition("model '{}' has no classifier head", config_.name);
+}
+
 Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                       float* logits) {
   const size_t n = batch.tokens.size();
@@ -162,6 +166,18 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
   for (int32_t r : batch.hidden_rows) {
     if (r < 0 || static_cast<size_t>(r) >= n) {
       return invalid_argument("hidden row {} is outside the batch", r);
+    }
+  }
+  if (!batch.token_types.empty()) {
+    if (batch.token_types.size() != n) {
+      return invalid_argument("batch has {} tokens but {} token types", n,
+                              batch.token_types.size());
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (batch.token_types[i] < 0 || batch.token_types[i] > 1) {
+        return invalid_argument("token type {} at batch row {} is not 0 or 1", batch.token_types[i],
+                                i);
+      }
     }
   }
   if (!batch.hidden_rows.empty() && batch.hidden == nullptr) {

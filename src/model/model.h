@@ -43,6 +43,10 @@ class Model {
   // failed_precondition on rank 0 or without tensor parallelism.
   Status run_worker();
 
+  // Cross-encoders (config().num_labels > 0): the classifier head on `rows` pooled rows
+  // ([rows, hidden_dim] f32) into scores ([rows, num_labels] f32). failed_precondition without one.
+  virtual Status classify(const float* pooled, int64_t rows, float* scores) const;
+
  protected:
   Model(ModelConfig config, backend::Backend& backend)
       : config_(std::move(config)), backend_(backend) {}

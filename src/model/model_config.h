@@ -138,6 +138,9 @@ struct ModelConfig {
   bool encoder = false;
   float layer_norm_eps = 1e-12f;
   int32_t pooling_type = 0;
+  // Encoders with a classifier head (cls.output.weight [num_labels, hidden]): its outputs, set
+  // when the weights are bound; 0: none. pooling_type 4 (rank) runs it on the [CLS] row.
+  int32_t num_labels = 0;
 
   // The attention window of layer `layer` (0: the whole causal context).
   int32_t layer_window(int32_t layer) const {

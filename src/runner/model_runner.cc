@@ -192,6 +192,7 @@ Status ModelRunner::forward_step() {
   hidden_.resize(hidden_rows_.size() * static_cast<size_t>(model_.config().hidden_dim));
   batch.hidden_rows = hidden_rows_;
   batch.hidden = hidden_.data();
+  batch.token_types = token_types_;
   batch.flash_attention = flash_attention_;
   batch.block_copies = copies_;
   Status status = model_.forward(batch, storage_.layers(), logits_.data());
@@ -211,6 +212,7 @@ Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows)
     positions_[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   logit_rows_.clear();
   hidden_rows_.clear();
+  token_types_.clear();
   for (int64_t r = t - rows; r < t; ++r)
     logit_rows_.push_back(static_cast<int32_t>(r));
   std::vector<kv::BlockId> table;
@@ -241,6 +243,7 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
 
   tokens_.clear();
   positions_.clear();
+  token_types_.clear();
   logit_rows_.clear();
   hidden_rows_.clear();
   slices_.clear();
@@ -269,6 +272,14 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
       tokens_.push_back(entry.token_ids[i]);
       positions_.push_back(
           static_cast<int32_t>(entry.num_computed_tokens + static_cast<int64_t>(i)));
+    }
+    if (entry.sampling->second_segment_start > 0) {
+      // Sentence pairs (encoders): token types 0 before the second segment, 1 from it.
+      token_types_.resize(tokens_.size() - entry.token_ids.size(), 0);
+      for (size_t i = 0; i < entry.token_ids.size(); ++i) {
+        const int64_t pos = entry.num_computed_tokens + static_cast<int64_t>(i);
+        token_types_.push_back(pos >= entry.sampling->second_segment_start ? 1 : 0);
+      }
     }
     if (entry.sampling->prompt_logprobs >= 0) {
       // A row for every computed position whose next token is a prompt token.
@@ -306,6 +317,7 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     if (entry.is_new) states_.insert_or_assign(entry.id, make_state(entry));
   }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  if (!token_types_.empty()) token_types_.resize(tokens_.size(), 0);
   const auto forward_start = std::chrono::steady_clock::now();
   PAGODA_RETURN_IF_ERROR(forward_step());
   if (pace_drafts_) {
@@ -429,6 +441,7 @@ void ModelRunner::add_hidden_rows(const step::ScheduledRequest& entry, int32_t b
         hidden_rows_.push_back(begin + i);
       break;
     case PoolingType::kCls:
+    case PoolingType::kRank:
       if (entry.num_computed_tokens == 0) hidden_rows_.push_back(begin);
       break;
     case PoolingType::kNone:
@@ -449,6 +462,16 @@ Status ModelRunner::pool_request(const step::ScheduledRequest& entry, RequestSta
   if (entry.num_samples <= 0) return Status();
   if (state.pool_count <= 0) {
     return internal_error("pooling request {} ends with no pooled position", entry.id);
+  }
+  if (entry.sampling->pooling == PoolingType::kRank) {
+    // The [CLS] row through the classifier head: its raw scores.
+    if (state.pool_count != 1) {
+      return internal_error("rank pooling request {} pooled {} rows", entry.id, state.pool_count);
+    }
+    std::vector<float> cls(state.pool_sum.begin(), state.pool_sum.end());
+    pooled.id = entry.id;
+    pooled.values.resize(static_cast<size_t>(std::max(model_.config().num_labels, 0)));
+    return model_.classify(cls.data(), 1, pooled.values.data());
   }
   // The mean (a single row for last / CLS pooling), then L2-normalised: the norm is the same
   // for the sum, so normalising the sum is enough.

@@ -141,7 +141,8 @@ class ModelRunner final : public step::Executor {
   std::shared_ptr<const LoraRegistry> loras_;
   std::unordered_map<step::RequestId, RequestState> states_;
   // Per-step buffers, reused.
-  std::vector<int32_t> tokens_, positions_, logit_rows_, hidden_rows_;
+  // token_types_: empty unless a sentence pair runs this step (then one per row).
+  std::vector<int32_t> tokens_, positions_, token_types_, logit_rows_, hidden_rows_;
   std::vector<model::SequenceSlice> slices_;
   std::vector<model::KvBlockCopy> copies_;  // this step's, made here, repeated on TP peers
   std::vector<float> logits_, hidden_;

@@ -40,6 +40,7 @@ struct FakeEngineOptions {
   std::string model_id = "fake-model";  // ModelInfo::id
   // Counts live FakeEngines (incremented on construction, decremented on destruction).
   std::shared_ptr<std::atomic<int>> live_engines;
+  int32_t num_labels = 0;  // ModelInfo::num_labels (a cross-encoder's classifier outputs)
 };
 
 class FakeEngine final : public Engine {
@@ -53,6 +54,7 @@ class FakeEngine final : public Engine {
     info_.chat_template = "fake";
     info_.bos_token = "<s>";
     info_.eos_token = "</s>";
+    info_.num_labels = o_.num_labels;
     worker_ = std::thread([this] { loop(); });
   }
   ~FakeEngine() override {

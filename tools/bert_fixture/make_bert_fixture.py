@@ -11,10 +11,19 @@ Everything here is written from the published definitions, not from transformers
     per layer: a = softmax(q k^T / sqrt(d)) v over all tokens (no mask), x = LN(x + W_o a + b_o),
     x = LN(x + W_2 gelu_erf(W_1 x + b_1) + b_2).
   - pooling: CLS (row 0) and mean over tokens, then L2-normalised.
+  - BertForSequenceClassification (the cross-encoder): [CLS] query [SEP] document [SEP] with token
+    types 0 up to the first [SEP] and 1 after it; score = classifier(tanh(pooler(x[CLS]))).
 The vocabulary is stored in llama.cpp's "phantom space" form (word starts prefixed with U+2581,
 continuations without "##"), as its converter writes BERT vocabularies.
 
-Usage: make_bert_fixture.py OUT_DIR  -> OUT_DIR/bert.gguf, OUT_DIR/bert_reference.json
+The same weights are also written as Hugging Face directories (safetensors written here from the
+format's README: 8-byte little-endian header length, JSON header, raw data):
+  OUT_DIR/bert-hf         BertModel, tokenizer.json (WordPiece, BertNormalizer), no "bert." prefix
+  OUT_DIR/bert-rerank-hf  BertForSequenceClassification (num_labels 1, "bert." prefix, pooler and
+                          classifier), vocab.txt + tokenizer_config.json only
+
+Usage: make_bert_fixture.py OUT_DIR  -> OUT_DIR/bert.gguf, OUT_DIR/bert_reference.json and the
+two directories above
 """
 
 import json
@@ -140,9 +149,16 @@ def layer_norm(x, w, b):
     return (x - mean) / torch.sqrt(var + EPS) * w + b
 
 
-def forward(p, ids):
+PAIRS = [
+    ("the cat", ["the cat sat on the mat.", "hello, world!", "a big red house"]),
+    ("Who plays with a ball?", ["dogs played with a ball", "the house is very good", "xyzzy"]),
+]
+
+
+def forward(p, ids, types=None):
     t = torch.tensor(ids)
-    x = p["tok"][t] + p["pos"][: len(ids)] + p["type"][0]
+    tt = torch.tensor(types if types is not None else [0] * len(ids))
+    x = p["tok"][t] + p["pos"][: len(ids)] + p["type"][tt]
     x = layer_norm(x, p["ln_e_w"], p["ln_e_b"])
     d = HIDDEN // HEADS
     for L in p["layers"]:
@@ -238,8 +254,96 @@ def main():
         mean = x.mean(0)
         mean = mean / mean.norm()
         cases.append({"text": text, "token_ids": ids, "cls": cls.tolist(), "mean": mean.tolist()})
+    head = {"pool_w": mat(HIDDEN, HIDDEN), "pool_b": mat(HIDDEN, std=0.1),
+            "cls_w": mat(1, HIDDEN, std=0.5), "cls_b": mat(1, std=0.1)}
+    H64 = {k: torch.tensor(v, dtype=torch.float64) for k, v in head.items()}
+    pairs = []
+    for query, docs in PAIRS:
+        for doc in docs:
+            q_ids = wordpiece(query, index)
+            d_ids = wordpiece(doc, index)[1:]
+            ids = q_ids + d_ids
+            types = [0] * len(q_ids) + [1] * len(d_ids)
+            x = forward(P64, ids, types)
+            pooled = torch.tanh(H64["pool_w"] @ x[0] + H64["pool_b"])
+            score = (H64["cls_w"] @ pooled + H64["cls_b"])[0]
+            pairs.append({"query": query, "document": doc, "token_ids": ids,
+                          "token_type_ids": types, "score": float(score)})
     with open(os.path.join(out_dir, "bert_reference.json"), "w") as f:
-        json.dump({"hidden": HIDDEN, "cases": cases}, f)
+        json.dump({"hidden": HIDDEN, "cases": cases, "pairs": pairs}, f)
+    write_hf_dirs(out_dir, tokens, P, head)
+
+
+def write_safetensors(path, named):
+    header, blobs, offset = {}, [], 0
+    for name, arr in named:
+        data = np.ascontiguousarray(arr, dtype=np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def write_hf_dirs(out_dir, tokens, P, head):
+    body = [("embeddings.word_embeddings.weight", P["tok"]),
+            ("embeddings.position_embeddings.weight", P["pos"]),
+            ("embeddings.token_type_embeddings.weight", P["type"]),
+            ("embeddings.LayerNorm.weight", P["ln_e_w"]),
+            ("embeddings.LayerNorm.bias", P["ln_e_b"])]
+    names = {"wq": "attention.self.query.weight", "bq": "attention.self.query.bias",
+             "wk": "attention.self.key.weight", "bk": "attention.self.key.bias",
+             "wv": "attention.self.value.weight", "bv": "attention.self.value.bias",
+             "wo": "attention.output.dense.weight", "bo": "attention.output.dense.bias",
+             "ln1_w": "attention.output.LayerNorm.weight",
+             "ln1_b": "attention.output.LayerNorm.bias",
+             "w1": "intermediate.dense.weight", "b1": "intermediate.dense.bias",
+             "w2": "output.dense.weight", "b2": "output.dense.bias",
+             "ln2_w": "output.LayerNorm.weight", "ln2_b": "output.LayerNorm.bias"}
+    for i, L in enumerate(P["layers"]):
+        for key, name in names.items():
+            body.append((f"encoder.layer.{i}.{name}", L[key]))
+    pooler = [("pooler.dense.weight", head["pool_w"]), ("pooler.dense.bias", head["pool_b"])]
+    config = {"model_type": "bert", "hidden_size": HIDDEN, "num_hidden_layers": LAYERS,
+              "num_attention_heads": HEADS, "intermediate_size": FFN, "hidden_act": "gelu",
+              "max_position_embeddings": MAX_POS, "type_vocab_size": TYPES,
+              "layer_norm_eps": EPS, "vocab_size": len(tokens),
+              "position_embedding_type": "absolute"}
+
+    emb = os.path.join(out_dir, "bert-hf")
+    os.makedirs(emb, exist_ok=True)
+    with open(os.path.join(emb, "config.json"), "w") as f:
+        json.dump(dict(config, architectures=["BertModel"]), f)
+    # BertModel checkpoints keep their (unused) pooler: the loader must skip it.
+    write_safetensors(os.path.join(emb, "model.safetensors"), body + pooler)
+    tok = {"version": "1.0", "added_tokens": [
+               {"id": tokens.index(t), "content": t, "special": True} for t in SPECIALS],
+           "normalizer": {"type": "BertNormalizer", "lowercase": True},
+           "pre_tokenizer": {"type": "BertPreTokenizer"},
+           "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                     "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+                     "vocab": {t: i for i, t in enumerate(tokens)}}}
+    with open(os.path.join(emb, "tokenizer.json"), "w") as f:
+        json.dump(tok, f)
+
+    rr = os.path.join(out_dir, "bert-rerank-hf")
+    os.makedirs(rr, exist_ok=True)
+    with open(os.path.join(rr, "config.json"), "w") as f:
+        json.dump(dict(config, architectures=["BertForSequenceClassification"],
+                       id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0}), f)
+    named = [("bert." + n, a) for n, a in body + pooler]
+    named += [("classifier.weight", head["cls_w"]), ("classifier.bias", head["cls_b"])]
+    write_safetensors(os.path.join(rr, "model.safetensors"), named)
+    with open(os.path.join(rr, "vocab.txt"), "w") as f:
+        f.write("\n".join(tokens) + "\n")
+    with open(os.path.join(rr, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": True, "tokenizer_class": "BertTokenizer"}, f)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "kernels/quant.h"
+#include "loader/hf/hf_bert.h"
 #include "loader/hf/hf_families.h"
 #include "loader/hf/quant_repack.h"
 #include "model/arch/arch.h"
@@ -182,6 +183,7 @@ std::optional<std::string> gguf_name_of(std::string_view name, bool* skip, int32
   *skip = false;
   *layer = -1;
   *expert = -1;
+  if (arch == "bert") return bert_gguf_name(name, skip, layer);
   if (name == "model.embed_tokens.weight") return "token_embd.weight";
   if (name == "model.norm.weight") return "output_norm.weight";
   if (name == "lm_head.weight") return "output.weight";
@@ -282,6 +284,7 @@ void gemma3_text_defaults(format::HfConfig& hf) {
 }  // namespace
 
 Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string* architecture) {
+  if (is_hf_bert(hf)) return bert_config_from_hf(hf, architecture);  // an encoder (hf_bert.h)
   const ArchMap* map = nullptr;
   for (const ArchMap& m : kArchMaps) {
     const bool by_arch = !hf.architectures.empty() && hf.architectures.front() == m.hf;
@@ -674,6 +677,10 @@ Status HfCheckpoint::map_tensors() {
   }
   if (hf_config_.rope_scaling && hf_config_.rope_scaling->type == "linear") {
     rope_linear_factor_ = 1.0 / config_.rope_freq_scale;
+  }
+  if (config_.arch == "bert" && find("cls.output.weight") == nullptr) {
+    // A BERT without a classifier: its pooler is unused (hf_bert.h).
+    std::erase_if(tensors_, [](const HfTensor& t) { return t.gguf_name.starts_with("cls."); });
   }
   config_.tied_embeddings = find("output.weight") == nullptr;
   if (config_.tied_embeddings && hf_config_.tie_word_embeddings.has_value() &&

@@ -3,6 +3,7 @@
 #include "base/strict_json.h"
 #include "format/hf_config.h"
 #include "loader/hf/hf_checkpoint.h"
+#include "loader/hf/hf_wordpiece.h"
 
 namespace pagoda::loader {
 namespace {
@@ -75,6 +76,12 @@ Result<HfTokenizerFiles> load_hf_tokenizer(const std::string& dir) {
     }
   }
 
+  // BERT's WordPiece (tokenizer.json model WordPiece, or vocab.txt): hf_wordpiece.h.
+  PAGODA_ASSIGN_OR_RETURN(std::optional<tokenizer::Vocab> wordpiece, load_hf_wordpiece(dir));
+  if (wordpiece) {
+    out.vocab = std::move(*wordpiece);
+    return out;
+  }
   auto json_text = read_model_file(dir, "tokenizer.json", kMaxTokenizerBytes);
   if (!json_text.ok()) {
     if (json_text.status().code() == StatusCode::kNotFound) {

@@ -17,10 +17,15 @@ Result<std::unique_ptr<Model>> build_bert(const ModelConfig& config,
                                           std::unique_ptr<TensorSource> source,
                                           backend::Backend& backend) {
   PAGODA_RETURN_IF_ERROR(validate_config(config));
+  ModelConfig c = config;
+  PAGODA_ASSIGN_OR_RETURN(c.num_labels, classifier_labels(*source, c.hidden_dim));
+  if (c.pooling_type == 4 && c.num_labels == 0) {
+    return invalid_argument("pooling_type 4 (rank) needs a classifier head (cls.output.weight)");
+  }
   WeightBinder binder(*source);
-  PAGODA_ASSIGN_OR_RETURN(EncoderWeights w, bind_encoder_weights(config, binder));
+  PAGODA_ASSIGN_OR_RETURN(EncoderWeights w, bind_encoder_weights(c, binder));
   return std::unique_ptr<Model>(
-      std::make_unique<EncoderModel>(config, std::move(w), std::move(source), backend));
+      std::make_unique<EncoderModel>(c, std::move(w), std::move(source), backend));
 }
 
 }  // namespace

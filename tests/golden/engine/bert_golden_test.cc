@@ -1,10 +1,13 @@
-// A BERT encoder (GGUF `bert`) through the public Engine, against the independent float64
-// PyTorch forward and Python WordPiece of tools/bert_fixture/make_bert_fixture.py (run by the
-// ctest fixture `bert_fixture` into PAGODA_BERT_FIXTURE): the tokenizer's ids equal the oracle's,
+// A BERT encoder through the public Engine, against the independent float64 PyTorch forward and
+// Python WordPiece of tools/bert_fixture/make_bert_fixture.py (run by the ctest fixture
+// `bert_fixture` into PAGODA_BERT_FIXTURE), in each form the fixture has: the GGUF it writes, the
+// Hugging Face BertModel directory (safetensors + tokenizer.json) and that directory converted by
+// `pagoda convert` (ctest `bert_convert`). For each: the tokenizer's ids equal the oracle's,
 // CLS- and mean-pooled embeddings of every text (all submitted at once, so several sequences
 // share each step) have cosine >= 0.9999 with the reference, and generation is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
@@ -34,7 +37,9 @@ double cosine(const std::vector<float>& a, const std::vector<double>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-TEST(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
+class BertGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
   const std::filesystem::path dir = fixture_dir();
   if (dir.empty() || !std::filesystem::exists(dir / "bert_reference.json")) {
     GTEST_SKIP() << "PAGODA_BERT_FIXTURE not set or empty (run through ctest: the bert_fixture "
@@ -43,7 +48,7 @@ TEST(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
   std::ifstream in(dir / "bert_reference.json");
   const nlohmann::json ref = nlohmann::json::parse(in);
   EngineConfig c;
-  c.model_path = (dir / "bert.gguf").string();
+  c.model_path = (dir / GetParam()).string();
   c.kv_cache_bytes = 4ull << 20;
   c.max_num_seqs = 16;
   c.max_num_batched_tokens = 256;
@@ -96,8 +101,8 @@ TEST(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
       EXPECT_GE(cos, 0.9999) << cs["text"] << " " << kind;
     }
   }
-  std::printf("bert: worst cosine vs the float64 torch reference %.7f over %zu embeddings\n", worst,
-              expected);
+  std::printf("%s: worst cosine vs the float64 torch reference %.7f over %zu embeddings\n",
+              GetParam(), worst, expected);
 
   GenerateRequest gen;
   gen.request_id = "gen";
@@ -106,6 +111,114 @@ TEST(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("encoder"), std::string::npos) << st.message();
 }
+
+// The cross-encoder (BertForSequenceClassification): every query/document pair as [CLS] q [SEP]
+// d [SEP] with token types 0/1, rank pooling (CLS -> pooler + tanh -> classifier), all pairs in
+// flight together; the raw score must match the float64 oracle's.
+class BertRerankGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BertRerankGolden, PairScoresMatchTheTorchReference) {
+  const std::filesystem::path dir = fixture_dir();
+  if (dir.empty() || !std::filesystem::exists(dir / "bert_reference.json")) {
+    GTEST_SKIP() << "PAGODA_BERT_FIXTURE not set or empty (run through ctest)";
+  }
+  std::ifstream in(dir / "bert_reference.json");
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  EngineConfig c;
+  c.model_path = (dir / GetParam()).string();
+  c.kv_cache_bytes = 4ull << 20;
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 256;
+  c.num_threads = 2;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  Engine& e = **engine;
+  EXPECT_EQ(e.model_info().default_pooling, PoolingType::kRank);
+  EXPECT_EQ(e.model_info().num_labels, 1);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<size_t, RequestOutput> done;
+  const nlohmann::json& pairs = ref["pairs"];
+  ASSERT_GT(pairs.size(), 0u);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const nlohmann::json& p = pairs[i];
+    // The server's pair encoding: the query's ids, then the document's without its [CLS].
+    std::vector<int32_t> ids = e.tokenize(p["query"].get<std::string>(), true, false);
+    const auto second = static_cast<int32_t>(ids.size());
+    const auto doc = e.tokenize(p["document"].get<std::string>(), true, false);
+    ASSERT_GE(doc.size(), 2u);
+    ids.insert(ids.end(), doc.begin() + 1, doc.end());
+    EXPECT_EQ(ids, p["token_ids"].get<std::vector<int32_t>>()) << p["document"];
+    const auto types = p["token_type_ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(std::count(types.begin(), types.end(), 0), second);
+    GenerateRequest r;
+    r.request_id = "pair" + std::to_string(i);
+    r.prompt_tokens = ids;
+    r.sampling.pooling = PoolingType::kRank;
+    r.sampling.second_segment_start = second;
+    r.stop.max_tokens = 1;
+    ASSERT_TRUE(e.add_request(std::move(r), [&, i](RequestOutput out) {
+                   if (!out.finished) return;
+                   std::lock_guard<std::mutex> lock(mu);
+                   done[i] = std::move(out);
+                   cv.notify_all();
+                 }).ok());
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done.size() == pairs.size(); });
+  }
+  double worst = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const RequestOutput& out = done[i];
+    ASSERT_EQ(out.finish_reason, FinishReason::kStop) << out.error;
+    ASSERT_EQ(out.embedding.size(), 1u);
+    const double want = pairs[i]["score"].get<double>();
+    const double diff = std::fabs(out.embedding[0] - want);
+    worst = std::max(worst, diff);
+    EXPECT_LE(diff, 1e-4 * std::max(1.0, std::fabs(want))) << pairs[i]["document"];
+  }
+  std::printf("%s: worst |score - float64 torch score| %.3g over %zu pairs\n", GetParam(), worst,
+              pairs.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, BertRerankGolden,
+                         ::testing::Values("bert-rerank-hf", "bert-rerank-hf.gguf"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param) == "bert-rerank-hf"
+                                      ? std::string("HfDir")
+                                      : std::string("HfConverted");
+                         });
+
+// An embedding model has no classifier head: rank pooling is refused, naming it.
+TEST(BertRerankGolden, RankPoolingNeedsAClassifierHead) {
+  const std::filesystem::path dir = fixture_dir();
+  if (dir.empty() || !std::filesystem::exists(dir / "bert.gguf")) GTEST_SKIP();
+  EngineConfig c;
+  c.model_path = (dir / "bert.gguf").string();
+  c.kv_cache_bytes = 4ull << 20;
+  c.num_threads = 1;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->model_info().num_labels, 0);
+  GenerateRequest r;
+  r.request_id = "rank";
+  r.prompt_tokens = {2, 5, 3};
+  r.sampling.pooling = PoolingType::kRank;
+  const Status st = (*engine)->add_request(std::move(r), [](RequestOutput) {});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("classifier"), std::string::npos) << st.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, BertGolden,
+                         ::testing::Values("bert.gguf", "bert-hf", "bert-hf.gguf"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           const std::string s = p.param;
+                           return s == "bert.gguf" ? std::string("Gguf")
+                                  : s == "bert-hf" ? std::string("HfDir")
+                                                   : std::string("HfConverted");
+                         });
 
 }  // namespace
 }  // namespace pagoda
