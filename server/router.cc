@@ -770,8 +770,8 @@ void Router::rerank(const std::shared_ptr<HttpSession>& session, const HttpReque
     session->respond_error(*err);
     return;
   }
-  auto job = std::make_shared<EmbeddingJob>(rerank_work(std::move(spec), score), engine, state_,
-                                            session);
+  auto job =
+      std::make_shared<EmbeddingJob>(rerank_work(std::move(spec), score), engine, state_, session);
   job->hold(std::move(lease));
   job->start();
 }

@@ -358,7 +358,6 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
   } else {
     reserve_attention_scratch(c, T, scratch_);
   }
-  lora_.reserve_scratch(std::max<int64_t>({hidden, c.q_dim(), c.kv_dim(), c.ffn_dim}), scratch_);
   for (const DecoderLayer& L : w_.layers) {
     if (L.moe) {
       reserve_moe_scratch(*L.moe, T, scratch_);
@@ -370,11 +369,17 @@ void DecoderModel::forward_impl(const ForwardBatch& batch,
     forward_pipeline(batch, kv_layers, logits);
     return;
   }
-  lora_.build(batch);
+  lora_.build(batch);  // before its scratch: the sizes come from the batch's adapter rows
+  lora_.reserve_scratch(lora_max_dim(), scratch_);
   // The whole pass on the backend (the CPU's: every thread of the kernels' team runs this body
   // and each op splits its work across them, with no fork/join between ops).
   backend_.execute([&] { forward_on_team(batch, kv_layers, logits); });
   if (pp_.size > 1) transfer_logits(R, logits);
+}
+
+int64_t DecoderModel::lora_max_dim() const {
+  const ModelConfig& c = config_;
+  return std::max<int64_t>({c.hidden_dim, c.q_dim(), c.kv_dim(), c.ffn_dim});
 }
 
 void DecoderModel::forward_pipeline(const ForwardBatch& batch,
@@ -392,6 +397,7 @@ void DecoderModel::forward_pipeline(const ForwardBatch& batch,
   float* part_logits = scratch_.get(kMicroLogits, max_rows * vocab);
   for (const MicroBatch& mb : parts) {
     lora_.build(mb.batch);
+    lora_.reserve_scratch(lora_max_dim(), scratch_);
     backend_.execute([&] { forward_on_team(mb.batch, kv_layers, part_logits); });
     if (!last_stage) continue;
     for (size_t j = 0; j < mb.logit_rows.size(); ++j) {

@@ -87,6 +87,8 @@ class DecoderModel final : public Model {
   void forward_pipeline(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                         float* logits);
   // Pipeline stages: the last stage's shard 0 sends the R logit rows to rank 0 (stage 0).
+  // The widest projection a LoRA adapter may add to (its scratch rows' width).
+  int64_t lora_max_dim() const;
   void transfer_logits(int64_t R, float* logits);
 
   // Hands every matmul weight to the backend (Backend::place_weights), which copies it into its
