@@ -126,9 +126,9 @@ void run_offline_completion(GenerationSpec spec, Engine& engine, OfflineDone don
       parser = std::make_unique<OutputParser>(std::move(po));
     }
   }
-  std::vector<std::string> submitted;
+  std::vector<GenerateRequest> requests(num_prompts);
   for (size_t p = 0; p < num_prompts; ++p) {
-    GenerateRequest req;
+    GenerateRequest& req = requests[p];
     req.request_id = num_prompts == 1 ? meta.id : fmt::format("{}-{}", meta.id, p);
     req.prompt_tokens = s.prompts[p].tokens;
     req.sampling = s.sampling;
@@ -138,24 +138,9 @@ void run_offline_completion(GenerationSpec spec, Engine& engine, OfflineDone don
     req.n = s.n;
     req.beam_search = s.beam_search;
     req.skip_special_tokens = s.skip_special_tokens;
-    const std::string id = req.request_id;
-    Status st = engine.add_request(std::move(req), [run, p](RequestOutput out) {
-      std::optional<OfflineResult> result = run->on_output(p, std::move(out));
-      if (result) run->done(std::move(*result));
-    });
-    if (!st.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(run->mu);
-        run->failed = true;
-      }
-      for (const std::string& live : submitted)
-        engine.abort(live);
-      const ApiError e = from_status(st);
-      run->done(OfflineResult{e.status, meta.id, e.body()});
-      return;
-    }
-    submitted.push_back(id);
   }
+  submit_offline_requests(run, engine, std::move(requests), meta.id,
+                          [](const Status& st) { return from_status(st); });
 }
 
 }  // namespace pagoda::server

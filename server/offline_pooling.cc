@@ -55,9 +55,9 @@ void run_offline_pooling(PoolingWork work, Engine& engine, OfflineDone done) {
   const size_t n = run->work.inputs.size();
   run->outputs.resize(n);
   run->num_unfinished = n;
-  std::vector<std::string> submitted;
+  std::vector<GenerateRequest> requests(n);
   for (size_t i = 0; i < n; ++i) {
-    GenerateRequest req;
+    GenerateRequest& req = requests[i];
     req.request_id = fmt::format("{}-{}", run->id, i);
     req.prompt_tokens = std::move(run->work.inputs[i]);
     req.sampling.pooling = run->work.pooling;
@@ -65,24 +65,9 @@ void run_offline_pooling(PoolingWork work, Engine& engine, OfflineDone done) {
       req.sampling.second_segment_start = run->work.second_segment[i];
     }
     req.stop.max_tokens = 1;
-    const std::string id = req.request_id;
-    Status st = engine.add_request(std::move(req), [run, i](RequestOutput out) {
-      std::optional<OfflineResult> result = run->on_output(i, std::move(out));
-      if (result) run->done(std::move(*result));
-    });
-    if (!st.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(run->mu);
-        run->failed = true;
-      }
-      for (const std::string& live : submitted)
-        engine.abort(live);
-      const ApiError e = from_status(st, run->work.field);
-      run->done(OfflineResult{e.status, run->id, e.body()});
-      return;
-    }
-    submitted.push_back(id);
   }
+  submit_offline_requests(run, engine, std::move(requests), run->id,
+                          [&run](const Status& st) { return from_status(st, run->work.field); });
 }
 
 }  // namespace pagoda::server
