@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "base/check.h"
 #include "kernels/ops.h"
@@ -43,9 +44,42 @@ Status bind_pair(const WeightBinder& b, const std::string& base, int64_t n, std:
   return Status();
 }
 
+// The bias `name` of n values, or n zeros when the file has none (nomic-bert's are optional).
+Result<std::vector<float>> optional_bias(const WeightBinder& b, const std::string& name,
+                                         int64_t n) {
+  if (!b.has(name)) return std::vector<float>(static_cast<size_t>(n), 0.0f);
+  return b.vector(name, n);
+}
+
+// nomic-bert's layer: a fused attn_qkv, SwiGLU (ffn_gate), each bias optional.
+Status bind_nomic_layer(const WeightBinder& b, int32_t i, int64_t hidden, int64_t ffn,
+                        EncoderLayer& L) {
+  PAGODA_ASSIGN_OR_RETURN(L.wqkv, b.matrix(blk(i, "attn_qkv.weight"), 3 * hidden, hidden));
+  if (b.has(blk(i, "attn_qkv.bias"))) {
+    PAGODA_ASSIGN_OR_RETURN(std::vector<float> bqkv, b.vector(blk(i, "attn_qkv.bias"), 3 * hidden));
+    const auto h = static_cast<std::ptrdiff_t>(hidden);
+    L.bq.assign(bqkv.begin(), bqkv.begin() + h);
+    L.bk.assign(bqkv.begin() + h, bqkv.begin() + 2 * h);
+    L.bv.assign(bqkv.begin() + 2 * h, bqkv.end());
+  } else {
+    L.bq.assign(static_cast<size_t>(hidden), 0.0f);
+    L.bk = L.bq;
+    L.bv = L.bq;
+  }
+  PAGODA_ASSIGN_OR_RETURN(L.wo, b.matrix(blk(i, "attn_output.weight"), hidden, hidden));
+  PAGODA_ASSIGN_OR_RETURN(L.bo, optional_bias(b, blk(i, "attn_output.bias"), hidden));
+  PAGODA_ASSIGN_OR_RETURN(L.up, b.matrix(blk(i, "ffn_up.weight"), ffn, hidden));
+  PAGODA_ASSIGN_OR_RETURN(L.gate, b.matrix(blk(i, "ffn_gate.weight"), ffn, hidden));
+  PAGODA_ASSIGN_OR_RETURN(L.down, b.matrix(blk(i, "ffn_down.weight"), hidden, ffn));
+  PAGODA_ASSIGN_OR_RETURN(L.b_up, optional_bias(b, blk(i, "ffn_up.bias"), ffn));
+  PAGODA_ASSIGN_OR_RETURN(L.b_down, optional_bias(b, blk(i, "ffn_down.bias"), hidden));
+  return Status();
+}
+
 }  // namespace
 
-Result<EncoderWeights> bind_encoder_weights(const ModelConfig& c, const WeightBinder& b) {
+Result<EncoderWeights> bind_encoder_weights(const ModelConfig& c, const WeightBinder& b,
+                                            EncoderKind kind) {
   const int64_t hidden = c.hidden_dim, ffn = c.ffn_dim;
   if (c.num_heads * c.head_dim != hidden || c.num_kv_heads != c.num_heads) {
     return invalid_argument(
@@ -54,15 +88,29 @@ Result<EncoderWeights> bind_encoder_weights(const ModelConfig& c, const WeightBi
         c.num_heads, c.head_dim, hidden, c.num_kv_heads);
   }
   EncoderWeights w;
+  w.kind = kind;
+  const bool nomic = kind == EncoderKind::kNomicBert;
   PAGODA_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.vocab_size, hidden));
-  PAGODA_ASSIGN_OR_RETURN(w.position_embd,
-                          b.matrix("position_embd.weight", c.context_length, hidden));
+  if (!nomic) {
+    PAGODA_ASSIGN_OR_RETURN(w.position_embd,
+                            b.matrix("position_embd.weight", c.context_length, hidden));
+  } else if (b.has("position_embd.weight")) {
+    return invalid_argument("nomic-bert has rotary positions, not position_embd.weight");
+  }
   if (!b.has("token_types.weight")) return invalid_argument("token_types.weight is missing");
   PAGODA_ASSIGN_OR_RETURN(w.token_types, b.matrix("token_types.weight", 2, hidden));
   PAGODA_RETURN_IF_ERROR(bind_pair(b, "token_embd_norm", hidden, w.embd_norm_w, w.embd_norm_b));
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int32_t i = 0; i < c.num_layers; ++i) {
     EncoderLayer& L = w.layers[static_cast<size_t>(i)];
+    PAGODA_RETURN_IF_ERROR(
+        bind_pair(b, blk(i, "attn_output_norm"), hidden, L.attn_norm_w, L.attn_norm_b));
+    PAGODA_RETURN_IF_ERROR(
+        bind_pair(b, blk(i, "layer_output_norm"), hidden, L.out_norm_w, L.out_norm_b));
+    if (nomic) {
+      PAGODA_RETURN_IF_ERROR(bind_nomic_layer(b, i, hidden, ffn, L));
+      continue;
+    }
     PAGODA_ASSIGN_OR_RETURN(L.wq, b.matrix(blk(i, "attn_q.weight"), hidden, hidden));
     PAGODA_ASSIGN_OR_RETURN(L.wk, b.matrix(blk(i, "attn_k.weight"), hidden, hidden));
     PAGODA_ASSIGN_OR_RETURN(L.wv, b.matrix(blk(i, "attn_v.weight"), hidden, hidden));
@@ -71,16 +119,13 @@ Result<EncoderWeights> bind_encoder_weights(const ModelConfig& c, const WeightBi
     PAGODA_ASSIGN_OR_RETURN(L.bk, b.vector(blk(i, "attn_k.bias"), hidden));
     PAGODA_ASSIGN_OR_RETURN(L.bv, b.vector(blk(i, "attn_v.bias"), hidden));
     PAGODA_ASSIGN_OR_RETURN(L.bo, b.vector(blk(i, "attn_output.bias"), hidden));
-    PAGODA_RETURN_IF_ERROR(
-        bind_pair(b, blk(i, "attn_output_norm"), hidden, L.attn_norm_w, L.attn_norm_b));
     PAGODA_ASSIGN_OR_RETURN(L.up, b.matrix(blk(i, "ffn_up.weight"), ffn, hidden));
     PAGODA_ASSIGN_OR_RETURN(L.down, b.matrix(blk(i, "ffn_down.weight"), hidden, ffn));
     PAGODA_ASSIGN_OR_RETURN(L.b_up, b.vector(blk(i, "ffn_up.bias"), ffn));
     PAGODA_ASSIGN_OR_RETURN(L.b_down, b.vector(blk(i, "ffn_down.bias"), hidden));
-    PAGODA_RETURN_IF_ERROR(
-        bind_pair(b, blk(i, "layer_output_norm"), hidden, L.out_norm_w, L.out_norm_b));
   }
   if (c.num_labels > 0) {
+    if (nomic) return invalid_argument("nomic-bert with a classifier head is not supported");
     w.has_pooler = b.has("cls.weight");
     if (w.has_pooler) {
       PAGODA_ASSIGN_OR_RETURN(w.cls, b.matrix("cls.weight", hidden, hidden));
@@ -136,6 +181,16 @@ void EncoderModel::forward_impl(const ForwardBatch& batch,
   attn_.resize(n);
   tmp_.resize(n);
   ffn_.resize(static_cast<size_t>(T * F));
+  const bool nomic = w_.kind == EncoderKind::kNomicBert;
+  if (nomic) {
+    qkv_.resize(3 * n);
+    gate_.resize(static_cast<size_t>(T * F));
+  }
+  kernels::RopeParams rope;
+  rope.style = c.rope_style;
+  rope.rot_dims = c.rope_dims;
+  rope.theta_base = c.rope_theta;
+  rope.freq_scale = c.rope_freq_scale;
   std::vector<float> row(static_cast<size_t>(H));
   for (int64_t t = 0; t < T; ++t) {
     const int32_t pos = batch.positions[static_cast<size_t>(t)];
@@ -143,9 +198,11 @@ void EncoderModel::forward_impl(const ForwardBatch& batch,
     float* xt = x_.data() + t * H;
     kernels::dequantize_row(w_.token_embd.dtype,
                             w_.token_embd.row(batch.tokens[static_cast<size_t>(t)]), xt, H);
-    kernels::dequantize_row(w_.position_embd.dtype, w_.position_embd.row(pos), row.data(), H);
-    for (int64_t i = 0; i < H; ++i)
-      xt[i] += row[static_cast<size_t>(i)];
+    if (!nomic) {  // nomic-bert: rotary positions (q and k, below)
+      kernels::dequantize_row(w_.position_embd.dtype, w_.position_embd.row(pos), row.data(), H);
+      for (int64_t i = 0; i < H; ++i)
+        xt[i] += row[static_cast<size_t>(i)];
+    }
     const int32_t type = batch.token_types.empty() ? 0 : batch.token_types[static_cast<size_t>(t)];
     kernels::dequantize_row(w_.token_types.dtype, w_.token_types.row(type), row.data(), H);
     for (int64_t i = 0; i < H; ++i)
@@ -154,9 +211,24 @@ void EncoderModel::forward_impl(const ForwardBatch& batch,
   layer_norm(x_.data(), T, H, w_.embd_norm_w, w_.embd_norm_b, c.layer_norm_eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (const EncoderLayer& L : w_.layers) {
-    kernels::matmul(L.wq, x_.data(), T, q_.data(), L.bq.data());
-    kernels::matmul(L.wk, x_.data(), T, k_.data(), L.bk.data());
-    kernels::matmul(L.wv, x_.data(), T, v_.data(), L.bv.data());
+    if (nomic) {
+      kernels::matmul(L.wqkv, x_.data(), T, qkv_.data());
+      for (int64_t t = 0; t < T; ++t) {
+        const float* src = qkv_.data() + t * 3 * H;
+        for (int64_t i = 0; i < H; ++i) {
+          const auto u = static_cast<size_t>(i);
+          q_[static_cast<size_t>(t * H + i)] = src[i] + L.bq[u];
+          k_[static_cast<size_t>(t * H + i)] = src[H + i] + L.bk[u];
+          v_[static_cast<size_t>(t * H + i)] = src[2 * H + i] + L.bv[u];
+        }
+      }
+      kernels::rope(q_.data(), T, heads, hd, batch.positions.data(), rope);
+      kernels::rope(k_.data(), T, heads, hd, batch.positions.data(), rope);
+    } else {
+      kernels::matmul(L.wq, x_.data(), T, q_.data(), L.bq.data());
+      kernels::matmul(L.wk, x_.data(), T, k_.data(), L.bk.data());
+      kernels::matmul(L.wv, x_.data(), T, v_.data(), L.bv.data());
+    }
     // Bidirectional attention within each sequence's rows.
     for (const SequenceSlice& s : batch.sequences) {
       PAGODA_CHECK(batch.positions[static_cast<size_t>(s.token_begin)] == 0);
@@ -194,8 +266,14 @@ void EncoderModel::forward_impl(const ForwardBatch& batch,
     kernels::add_inplace(x_.data(), tmp_.data(), T * H);
     layer_norm(x_.data(), T, H, L.attn_norm_w, L.attn_norm_b, c.layer_norm_eps);
     kernels::matmul(L.up, x_.data(), T, ffn_.data(), L.b_up.data());
-    for (float& u : ffn_)
-      u = 0.5f * u * (1.0f + std::erf(u * 0.70710678118654752f));  // GELU (erf form)
+    if (nomic) {  // SwiGLU: up(x) * silu(gate(x))
+      kernels::matmul(L.gate, x_.data(), T, gate_.data());
+      kernels::silu_mul(gate_.data(), ffn_.data(), T * F, gate_.data());
+      std::swap(ffn_, gate_);
+    } else {
+      for (float& u : ffn_)
+        u = 0.5f * u * (1.0f + std::erf(u * 0.70710678118654752f));  // GELU (erf form)
+    }
     kernels::matmul(L.down, ffn_.data(), T, tmp_.data(), L.b_down.data());
     kernels::add_inplace(x_.data(), tmp_.data(), T * H);
     layer_norm(x_.data(), T, H, L.out_norm_w, L.out_norm_b, c.layer_norm_eps);

@@ -22,8 +22,12 @@ format's README: 8-byte little-endian header length, JSON header, raw data):
   OUT_DIR/bert-rerank-hf  BertForSequenceClassification (num_labels 1, "bert." prefix, pooler and
                           classifier), vocab.txt + tokenizer_config.json only
 
-Usage: make_bert_fixture.py OUT_DIR  -> OUT_DIR/bert.gguf, OUT_DIR/bert_reference.json and the
-two directories above
+A random-weight nomic-bert encoder (see write_nomic) is written too:
+  OUT_DIR/nomic.gguf, OUT_DIR/nomic_reference.json (mean and CLS embeddings), and the refused
+  variants OUT_DIR/nomic-moe.gguf and OUT_DIR/nomic-half-rope.gguf
+
+Usage: make_bert_fixture.py OUT_DIR  -> OUT_DIR/bert.gguf, OUT_DIR/bert_reference.json, the
+two directories above and the nomic-bert files
 """
 
 import json
@@ -174,6 +178,26 @@ def forward(p, ids, types=None):
     return x
 
 
+def phantom(t):
+    if t.startswith("[") and t.endswith("]"):
+        return t
+    return t[2:] if t.startswith("##") else "\u2581" + t
+
+
+def add_wordpiece_vocab(w, tokens, index):
+    """The WordPiece vocabulary as llama.cpp's converter writes it (model "bert")."""
+    w.add_string("tokenizer.ggml.model", "bert")
+    w.add_u32("tokenizer.ggml.token_type_count", TYPES)
+    w.add_array("tokenizer.ggml.tokens", gw.STRING, [phantom(t) for t in tokens])
+    w.add_array("tokenizer.ggml.token_type", gw.INT32,
+                [3 if t in SPECIALS and t != "[UNK]" else (2 if t == "[UNK]" else 1)
+                 for t in tokens])
+    w.add_u32("tokenizer.ggml.cls_token_id", index["[CLS]"])
+    w.add_u32("tokenizer.ggml.seperator_token_id", index["[SEP]"])
+    w.add_u32("tokenizer.ggml.unknown_token_id", index["[UNK]"])
+    w.add_u32("tokenizer.ggml.padding_token_id", index["[PAD]"])
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
@@ -210,21 +234,7 @@ def main():
     w.add_f32("bert.attention.layer_norm_epsilon", EPS)
     w.add_bool("bert.attention.causal", False)
     w.add_u32("bert.pooling_type", 2)  # cls
-    w.add_string("tokenizer.ggml.model", "bert")
-
-    def phantom(t):
-        if t.startswith("[") and t.endswith("]"):
-            return t
-        return t[2:] if t.startswith("##") else "\u2581" + t
-
-    w.add_array("tokenizer.ggml.tokens", gw.STRING, [phantom(t) for t in tokens])
-    w.add_array("tokenizer.ggml.token_type", gw.INT32,
-                [3 if t in SPECIALS and t != "[UNK]" else (2 if t == "[UNK]" else 1)
-                 for t in tokens])
-    w.add_u32("tokenizer.ggml.cls_token_id", index["[CLS]"])
-    w.add_u32("tokenizer.ggml.seperator_token_id", index["[SEP]"])
-    w.add_u32("tokenizer.ggml.unknown_token_id", index["[UNK]"])
-    w.add_u32("tokenizer.ggml.padding_token_id", index["[PAD]"])
+    add_wordpiece_vocab(w, tokens, index)
     F32 = gw.GGML_TYPE_F32
     w.add_tensor("token_embd.weight", P["tok"], F32)
     w.add_tensor("position_embd.weight", P["pos"], F32)
@@ -272,6 +282,7 @@ def main():
     with open(os.path.join(out_dir, "bert_reference.json"), "w") as f:
         json.dump({"hidden": HIDDEN, "cases": cases, "pairs": pairs}, f)
     write_hf_dirs(out_dir, tokens, P, head)
+    write_nomic(out_dir, tokens, index, rng)
 
 
 def write_safetensors(path, named):
@@ -344,6 +355,119 @@ def write_hf_dirs(out_dir, tokens, P, head):
         f.write("\n".join(tokens) + "\n")
     with open(os.path.join(rr, "tokenizer_config.json"), "w") as f:
         json.dump({"do_lower_case": True, "tokenizer_class": "BertTokenizer"}, f)
+
+
+# nomic-bert (nomic-embed-text-v1/v1.5), from the published architecture (HF
+# nomic-ai/nomic-bert-2048 modeling_hf_nomic_bert.py, the post-norm configuration nomic-embed
+# uses: prenorm false, rotary_emb_fraction 1, rotary_emb_interleaved false, swiglu, no biases):
+#   x = LN(tok + type0)                      (no absolute positions)
+#   q, k, v = split(Wqkv x) per head; q, k rotated by GPT-NeoX rotary (rotate_half: pair i with
+#     i + d/2, inv_freq_i = base^(-2i/d)); a = softmax(q k^T / sqrt(d)) v over all tokens
+#   x = LN(x + W_o a);  x = LN(x + fc2(fc11(x) * silu(fc12(x))))
+#   mean pooling over the tokens, L2-normalised.
+# GGUF names as llama.cpp's converter writes them: fc11 -> ffn_up, fc12 -> ffn_gate,
+# fc2 -> ffn_down, Wqkv -> attn_qkv, norm1 -> attn_output_norm, norm2 -> layer_output_norm.
+N_HIDDEN, N_HEADS, N_LAYERS, N_FFN, N_CTX, N_ROPE_BASE = 64, 4, 2, 96, 128, 1000.0
+N_TEXTS = TEXTS + ["the cat sat on the mat the dog sat on the ball the big red house is very "
+                   "good hello world a cafe the lowest wanted dogs played with a ball"]
+
+
+def rotary(x, base):
+    """x: [heads, T, d] -> GPT-NeoX rotary at positions 0..T-1 (float64)."""
+    d = x.shape[-1]
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    ang = torch.arange(x.shape[1], dtype=torch.float64)[:, None] * inv[None, :]
+    cos = torch.cat([ang.cos(), ang.cos()], -1)
+    sin = torch.cat([ang.sin(), ang.sin()], -1)
+    rot = torch.cat([-x[..., d // 2:], x[..., : d // 2]], -1)
+    return x * cos + rot * sin
+
+
+def nomic_forward(p, ids):
+    x = p["tok"][torch.tensor(ids)] + p["type"][0]
+    x = layer_norm(x, p["ln_e_w"], p["ln_e_b"])
+    d = N_HIDDEN // N_HEADS
+    for L in p["layers"]:
+        qkv = (x @ L["wqkv"].T).view(-1, 3, N_HEADS, d)
+        q, k, v = (qkv[:, i].transpose(0, 1) for i in range(3))
+        q, k = rotary(q, N_ROPE_BASE), rotary(k, N_ROPE_BASE)
+        a = torch.softmax(q @ k.transpose(1, 2) / d ** 0.5, dim=-1) @ v
+        a = a.transpose(0, 1).reshape(-1, N_HIDDEN)
+        x = layer_norm(x + a @ L["wo"].T, L["ln1_w"], L["ln1_b"])
+        h = (x @ L["fc11"].T) * torch.nn.functional.silu(x @ L["fc12"].T)
+        x = layer_norm(x + h @ L["fc2"].T, L["ln2_w"], L["ln2_b"])
+    return x
+
+
+def write_nomic_gguf(path, tokens, index, P, arch="nomic-bert", rope_dims=None):
+    w = gw.GGUFWriter()
+    a = arch + "."
+    w.add_string("general.architecture", arch)
+    w.add_string("general.name", "pagoda-nomic-bert-test")
+    w.add_u32(a + "context_length", N_CTX)
+    w.add_u32(a + "embedding_length", N_HIDDEN)
+    w.add_u32(a + "block_count", N_LAYERS)
+    w.add_u32(a + "feed_forward_length", N_FFN)
+    w.add_u32(a + "attention.head_count", N_HEADS)
+    w.add_f32(a + "attention.layer_norm_epsilon", EPS)
+    w.add_bool(a + "attention.causal", False)
+    w.add_u32(a + "pooling_type", 1)  # mean
+    w.add_f32(a + "rope.freq_base", N_ROPE_BASE)
+    if rope_dims is not None:
+        w.add_u32(a + "rope.dimension_count", rope_dims)
+    if arch == "nomic-bert-moe":
+        w.add_u32(a + "moe_every_n_layers", 2)
+        w.add_u32(a + "expert_count", 8)
+        w.add_u32(a + "expert_used_count", 2)
+    add_wordpiece_vocab(w, tokens, index)
+    F32 = gw.GGML_TYPE_F32
+    w.add_tensor("token_embd.weight", P["tok"], F32)
+    w.add_tensor("token_types.weight", P["type"], F32)
+    w.add_tensor("token_embd_norm.weight", P["ln_e_w"], F32)
+    w.add_tensor("token_embd_norm.bias", P["ln_e_b"], F32)
+    names = {"wqkv": "attn_qkv.weight", "wo": "attn_output.weight",
+             "ln1_w": "attn_output_norm.weight", "ln1_b": "attn_output_norm.bias",
+             "fc11": "ffn_up.weight", "fc12": "ffn_gate.weight", "fc2": "ffn_down.weight",
+             "ln2_w": "layer_output_norm.weight", "ln2_b": "layer_output_norm.bias"}
+    for i, L in enumerate(P["layers"]):
+        for key, name in names.items():
+            w.add_tensor(f"blk.{i}.{name}", L[key], F32)
+    w.write(path)
+
+
+def write_nomic(out_dir, tokens, index, rng):
+    """OUT_DIR/nomic.gguf + nomic_reference.json, and two variants pagoda must refuse by name:
+    nomic-moe.gguf (architecture nomic-bert-moe) and nomic-half-rope.gguf (rotary fraction 0.5)."""
+    def mat(*shape, std=0.15):
+        return rng.normal(0.0, std, size=shape).astype(np.float32)
+
+    P = {"tok": mat(len(tokens), N_HIDDEN, std=0.5), "type": mat(TYPES, N_HIDDEN, std=0.5),
+         "ln_e_w": 1 + mat(N_HIDDEN, std=0.1), "ln_e_b": mat(N_HIDDEN, std=0.1), "layers": []}
+    for _ in range(N_LAYERS):
+        P["layers"].append({
+            "wqkv": mat(3 * N_HIDDEN, N_HIDDEN, std=0.3), "wo": mat(N_HIDDEN, N_HIDDEN),
+            "ln1_w": 1 + mat(N_HIDDEN, std=0.1), "ln1_b": mat(N_HIDDEN, std=0.1),
+            "fc11": mat(N_FFN, N_HIDDEN), "fc12": mat(N_FFN, N_HIDDEN),
+            "fc2": mat(N_HIDDEN, N_FFN),
+            "ln2_w": 1 + mat(N_HIDDEN, std=0.1), "ln2_b": mat(N_HIDDEN, std=0.1)})
+    write_nomic_gguf(os.path.join(out_dir, "nomic.gguf"), tokens, index, P)
+    write_nomic_gguf(os.path.join(out_dir, "nomic-moe.gguf"), tokens, index, P,
+                     arch="nomic-bert-moe")
+    write_nomic_gguf(os.path.join(out_dir, "nomic-half-rope.gguf"), tokens, index, P,
+                     rope_dims=N_HIDDEN // N_HEADS // 2)
+    P64 = {k: torch.tensor(v, dtype=torch.float64) for k, v in P.items() if k != "layers"}
+    P64["layers"] = [{k: torch.tensor(v, dtype=torch.float64) for k, v in L.items()}
+                     for L in P["layers"]]
+    cases = []
+    for text in N_TEXTS:
+        ids = wordpiece(text, index)
+        x = nomic_forward(P64, ids)
+        mean = x.mean(0)
+        cls = x[0] / x[0].norm()
+        cases.append({"text": text, "token_ids": ids, "mean": (mean / mean.norm()).tolist(),
+                      "cls": cls.tolist()})
+    with open(os.path.join(out_dir, "nomic_reference.json"), "w") as f:
+        json.dump({"hidden": N_HIDDEN, "cases": cases}, f)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ extern const ArchDef kGemma2Arch;
 extern const ArchDef kQwen2MoeArch;
 extern const ArchDef kDeepseek2Arch;
 extern const ArchDef kQwen3Arch;
-extern const ArchDef kBertArch;  // an encoder (model/encoder.h)
+extern const ArchDef kBertArch;       // an encoder (model/encoder.h)
+extern const ArchDef kNomicBertArch;  // an encoder (model/encoder.h)
 extern const ArchDef kQwen3MoeArch;
 extern const ArchDef kGemma3Arch;
 

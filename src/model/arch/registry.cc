@@ -6,9 +6,9 @@
 
 namespace pagoda::model {
 namespace {
-const std::array<const ArchDef*, 10> kArchs = {
-    &kLlamaArch,     &kQwen2Arch, &kPhi3Arch, &kGemma2Arch,   &kQwen2MoeArch,
-    &kDeepseek2Arch, &kQwen3Arch, &kBertArch, &kQwen3MoeArch, &kGemma3Arch};
+const std::array<const ArchDef*, 11> kArchs = {
+    &kLlamaArch, &kQwen2Arch, &kPhi3Arch,     &kGemma2Arch, &kQwen2MoeArch, &kDeepseek2Arch,
+    &kQwen3Arch, &kBertArch,  &kQwen3MoeArch, &kGemma3Arch, &kNomicBertArch};
 }
 
 const ArchDef* find_arch(std::string_view name) {

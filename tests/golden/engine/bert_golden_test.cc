@@ -2,9 +2,10 @@
 // Python WordPiece of tools/bert_fixture/make_bert_fixture.py (run by the ctest fixture
 // `bert_fixture` into PAGODA_BERT_FIXTURE), in each form the fixture has: the GGUF it writes, the
 // Hugging Face BertModel directory (safetensors + tokenizer.json) and that directory converted by
-// `pagoda convert` (ctest `bert_convert`). For each: the tokenizer's ids equal the oracle's,
-// CLS- and mean-pooled embeddings of every text (all submitted at once, so several sequences
-// share each step) have cosine >= 0.9999 with the reference, and generation is refused.
+// `pagoda convert` (ctest `bert_convert`), and the fixture's nomic-bert GGUF. For each: the
+// tokenizer's ids equal the oracle's, CLS- and mean-pooled embeddings of every text (all submitted
+// at once, so several sequences share each step) have cosine >= 0.9999 with the reference, and
+// generation is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "pagoda/engine.h"
 
@@ -35,6 +37,59 @@ double cosine(const std::vector<float>& a, const std::vector<double>& b) {
     bb += b[i] * b[i];
   }
   return ab / std::sqrt(aa * bb);
+}
+
+const char* pooling_name(PoolingType p) {
+  return p == PoolingType::kCls ? "cls" : "mean";
+}
+
+// Submits every case's token ids once per pooling, all at once (several sequences share each
+// step), after checking the tokenizer's ids against the oracle's; returns the finished outputs
+// keyed by case index + pooling name.
+std::map<std::string, RequestOutput> embed_all(Engine& e, const nlohmann::json& cases,
+                                               const std::vector<PoolingType>& poolings) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, RequestOutput> done;
+  size_t expected = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const nlohmann::json& cs = cases[i];
+    const auto ids = e.tokenize(cs["text"].get<std::string>(), true, false);
+    EXPECT_EQ(ids, cs["token_ids"].get<std::vector<int32_t>>()) << cs["text"];
+    for (PoolingType p : poolings) {
+      GenerateRequest r;
+      r.request_id = std::to_string(i) + pooling_name(p);
+      r.prompt_tokens = cs["token_ids"].get<std::vector<int32_t>>();
+      r.sampling.pooling = p;
+      r.stop.max_tokens = 1;
+      const std::string id = r.request_id;
+      const Status st = e.add_request(std::move(r), [&, id](RequestOutput out) {
+        if (!out.finished) return;
+        std::lock_guard<std::mutex> lock(mu);
+        done[id] = std::move(out);
+        cv.notify_all();
+      });
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      if (st.ok()) ++expected;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done.size() == expected; });
+  return done;
+}
+
+// Every output's cosine with the reference row (EXPECTed >= 0.9999); returns the worst.
+double worst_cosine(const std::map<std::string, RequestOutput>& done, const nlohmann::json& cases) {
+  double worst = 1.0;
+  for (const auto& [id, out] : done) {
+    EXPECT_EQ(out.finish_reason, FinishReason::kStop) << out.error;
+    const size_t i = std::stoul(id);
+    const std::string kind = id.substr(std::to_string(i).size());
+    const double cos = cosine(out.embedding, cases[i][kind].get<std::vector<double>>());
+    worst = std::min(worst, cos);
+    EXPECT_GE(cos, 0.9999) << cases[i]["text"] << " " << kind;
+  }
+  return worst;
 }
 
 class BertGolden : public ::testing::TestWithParam<const char*> {};
@@ -62,45 +117,11 @@ TEST_P(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
   EXPECT_EQ(info.default_pooling, PoolingType::kCls);
   EXPECT_EQ(info.hidden_size, ref["hidden"].get<int32_t>());
 
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, RequestOutput> done;
-  size_t expected = 0;
-  for (size_t i = 0; i < ref["cases"].size(); ++i) {
-    const nlohmann::json& cs = ref["cases"][i];
-    const auto ids = e.tokenize(cs["text"].get<std::string>(), true, false);
-    EXPECT_EQ(ids, cs["token_ids"].get<std::vector<int32_t>>()) << cs["text"];
-    for (PoolingType p : {PoolingType::kCls, PoolingType::kMean}) {
-      GenerateRequest r;
-      r.request_id = std::to_string(i) + (p == PoolingType::kCls ? "cls" : "mean");
-      r.prompt_tokens = cs["token_ids"].get<std::vector<int32_t>>();
-      r.sampling.pooling = p;
-      r.stop.max_tokens = 1;
-      const std::string id = r.request_id;
-      ASSERT_TRUE(e.add_request(std::move(r), [&, id](RequestOutput out) {
-                     if (!out.finished) return;
-                     std::lock_guard<std::mutex> lock(mu);
-                     done[id] = std::move(out);
-                     cv.notify_all();
-                   }).ok());
-      ++expected;
-    }
-  }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done.size() == expected; });
-  }
-  double worst = 1.0;
-  for (size_t i = 0; i < ref["cases"].size(); ++i) {
-    const nlohmann::json& cs = ref["cases"][i];
-    for (const char* kind : {"cls", "mean"}) {
-      const RequestOutput& out = done[std::to_string(i) + kind];
-      ASSERT_EQ(out.finish_reason, FinishReason::kStop) << out.error;
-      const double cos = cosine(out.embedding, cs[kind].get<std::vector<double>>());
-      worst = std::min(worst, cos);
-      EXPECT_GE(cos, 0.9999) << cs["text"] << " " << kind;
-    }
-  }
+  const std::map<std::string, RequestOutput> done =
+      embed_all(e, ref["cases"], {PoolingType::kCls, PoolingType::kMean});
+  const double worst = worst_cosine(done, ref["cases"]);
+  const size_t expected = done.size();
+  EXPECT_EQ(expected, 2 * ref["cases"].size());
   std::printf("%s: worst cosine vs the float64 torch reference %.7f over %zu embeddings\n",
               GetParam(), worst, expected);
 
@@ -219,6 +240,57 @@ INSTANTIATE_TEST_SUITE_P(Forms, BertGolden,
                                   : s == "bert-hf" ? std::string("HfDir")
                                                    : std::string("HfConverted");
                          });
+
+// nomic-bert (nomic-embed-text's GGUF layout: rotary positions, fused attn_qkv, SwiGLU), against
+// the fixture's float64 forward written from the HF nomic-bert modeling code: the file's mean
+// pooling is the default, and mean and CLS rows (CLS: one token's row, so any positional error
+// shows) of every text, the longest 37 tokens, have cosine >= 0.9999.
+TEST(NomicBertGolden, PooledEmbeddingsMatchTheTorchReference) {
+  const std::filesystem::path dir = fixture_dir();
+  if (dir.empty() || !std::filesystem::exists(dir / "nomic_reference.json")) {
+    GTEST_SKIP() << "PAGODA_BERT_FIXTURE not set or empty (run through ctest)";
+  }
+  std::ifstream in(dir / "nomic_reference.json");
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  EngineConfig c;
+  c.model_path = (dir / "nomic.gguf").string();
+  c.kv_cache_bytes = 4ull << 20;
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 256;
+  c.num_threads = 2;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  Engine& e = **engine;
+  EXPECT_TRUE(e.model_info().is_encoder);
+  EXPECT_EQ(e.model_info().architecture, "nomic-bert");
+  EXPECT_EQ(e.model_info().default_pooling, PoolingType::kMean);
+  EXPECT_EQ(e.model_info().hidden_size, ref["hidden"].get<int32_t>());
+  const std::map<std::string, RequestOutput> done =
+      embed_all(e, ref["cases"], {PoolingType::kMean, PoolingType::kCls});
+  EXPECT_EQ(done.size(), 2 * ref["cases"].size());
+  const double worst = worst_cosine(done, ref["cases"]);
+  std::printf("nomic.gguf: worst cosine vs the float64 torch reference %.7f over %zu embeddings\n",
+              worst, done.size());
+}
+
+// Variants llama.cpp's converter never writes for nomic-embed are refused, naming what is wrong:
+// the MoE architecture and a rotary fraction other than 1.
+TEST(NomicBertGolden, UnsupportedVariantsAreRefusedByName) {
+  const std::filesystem::path dir = fixture_dir();
+  if (dir.empty() || !std::filesystem::exists(dir / "nomic-moe.gguf")) GTEST_SKIP();
+  for (const auto& [file, needle] :
+       {std::pair<const char*, const char*>{"nomic-moe.gguf", "nomic-bert-moe"},
+        {"nomic-half-rope.gguf", "rotary fraction"}}) {
+    EngineConfig c;
+    c.model_path = (dir / file).string();
+    c.kv_cache_bytes = 4ull << 20;
+    c.num_threads = 1;
+    auto engine = Engine::create(c);
+    ASSERT_FALSE(engine.ok()) << file;
+    EXPECT_NE(engine.status().message().find(needle), std::string::npos)
+        << engine.status().to_string();
+  }
+}
 
 }  // namespace
 }  // namespace pagoda
