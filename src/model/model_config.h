@@ -131,10 +131,11 @@ struct ModelConfig {
   int32_t sliding_window = 0;  // attention.sliding_window (0: none), on sliding_layers
   SlidingLayers sliding_layers = SlidingLayers::kNone;
   int32_t sliding_pattern = 0;  // SlidingLayers::kPattern's period
-  // Encoders (BERT, model/encoder.h): bidirectional attention within each sequence (computed
-  // whole in one step), absolute position and token-type embeddings, post-LayerNorm blocks with
-  // layer_norm_eps (attention.layer_norm_epsilon), GELU; no LM head. pooling_type is the file's
-  // {arch}.pooling_type (0 none, 1 mean, 2 cls).
+  // Encoders (BERT, nomic-bert; model/encoder.h): bidirectional attention within each sequence
+  // (computed whole in one step), absolute position (bert) or rotary (nomic-bert: rope_style,
+  // rope_theta) positions and token-type embeddings, post-LayerNorm blocks with layer_norm_eps
+  // (attention.layer_norm_epsilon), GELU (bert) or SwiGLU (nomic-bert); no LM head. pooling_type is
+  // the file's {arch}.pooling_type (0 none, 1 mean, 2 cls).
   bool encoder = false;
   float layer_norm_eps = 1e-12f;
   int32_t pooling_type = 0;

@@ -3,7 +3,8 @@
 tools/bert_fixture/make_bert_fixture.py writes (ctest fixture bert_fixture): the BertModel
 directory's embeddings against the float64 PyTorch reference (cosine >= 0.9999), the
 cross-encoder directory's rerank / score results against the reference scores (sigmoid, within
-1e-5), and a bad body answered with the server's 400 response line.
+1e-5), a bad body answered with the server's 400 response line, and the nomic-bert GGUF's
+embeddings (its own mean pooling) against its float64 reference (cosine >= 0.9999).
 Usage: run_batch_pooling_test.py PAGODA_BIN FIXTURE_DIR."""
 import json
 import math
@@ -68,8 +69,20 @@ def main():
     sc = got["sc"]["response"]["body"]["data"]
     for d in sc:
         assert abs(d["score"] - sigmoid(pairs[d["index"]]["score"])) < 1e-5, d
-    print(f"run-batch pooling: worst embedding cosine {worst:.7f}, {len(rr)} rerank and "
-          f"{len(sc)} score results match")
+
+    nomic = json.load(open(os.path.join(FIXTURE, "nomic_reference.json")))["cases"]
+    got = run_batch(os.path.join(FIXTURE, "nomic.gguf"),
+                    [line(f"n{i}", "/v1/embeddings", {"input": c["text"]})
+                     for i, c in enumerate(nomic)])
+    worst_nomic = 1.0
+    for i, c in enumerate(nomic):
+        r = got[f"n{i}"]["response"]
+        assert r["status_code"] == 200, r
+        assert r["body"]["usage"]["prompt_tokens"] == len(c["token_ids"]), r["body"]["usage"]
+        worst_nomic = min(worst_nomic, cosine(r["body"]["data"][0]["embedding"], c["mean"]))
+    assert worst_nomic >= 0.9999, worst_nomic
+    print(f"run-batch pooling: worst embedding cosine {worst:.7f} (bert), {worst_nomic:.7f} "
+          f"(nomic-bert), {len(rr)} rerank and {len(sc)} score results match")
 
 
 if __name__ == "__main__":
