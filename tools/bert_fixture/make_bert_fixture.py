@@ -383,19 +383,20 @@ def rotary(x, base):
     return x * cos + rot * sin
 
 
-def nomic_forward(p, ids):
+def nomic_forward(p, ids, act=lambda x: x):
+    """act: what each matmul does to its input rows first (the Q8_0 oracle quantises them)."""
     x = p["tok"][torch.tensor(ids)] + p["type"][0]
     x = layer_norm(x, p["ln_e_w"], p["ln_e_b"])
     d = N_HIDDEN // N_HEADS
     for L in p["layers"]:
-        qkv = (x @ L["wqkv"].T).view(-1, 3, N_HEADS, d)
+        qkv = (act(x) @ L["wqkv"].T).view(-1, 3, N_HEADS, d)
         q, k, v = (qkv[:, i].transpose(0, 1) for i in range(3))
         q, k = rotary(q, N_ROPE_BASE), rotary(k, N_ROPE_BASE)
         a = torch.softmax(q @ k.transpose(1, 2) / d ** 0.5, dim=-1) @ v
         a = a.transpose(0, 1).reshape(-1, N_HIDDEN)
-        x = layer_norm(x + a @ L["wo"].T, L["ln1_w"], L["ln1_b"])
-        h = (x @ L["fc11"].T) * torch.nn.functional.silu(x @ L["fc12"].T)
-        x = layer_norm(x + h @ L["fc2"].T, L["ln2_w"], L["ln2_b"])
+        x = layer_norm(x + act(a) @ L["wo"].T, L["ln1_w"], L["ln1_b"])
+        h = (act(x) @ L["fc11"].T) * torch.nn.functional.silu(act(x) @ L["fc12"].T)
+        x = layer_norm(x + act(h) @ L["fc2"].T, L["ln2_w"], L["ln2_b"])
     return x
 
 
@@ -435,6 +436,20 @@ def write_nomic_gguf(path, tokens, index, P, arch="nomic-bert", rope_dims=None):
     w.write(path)
 
 
+def q8_0_roundtrip(m):
+    """ggml's Q8_0 (quantize_row_q8_0_ref): per block of 32, d = max|x| / 127 stored as F16,
+    q = round(x / d) in int8; returns the dequantised d * q."""
+    blocks = m.astype(np.float32).reshape(-1, 32)
+    d = np.abs(blocks).max(axis=1, keepdims=True) / 127.0
+    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0.0)
+    q = np.trunc(blocks * inv + np.copysign(0.5, blocks * inv))  # roundf: ties away from zero
+    return (d.astype(np.float16).astype(np.float32) * q).reshape(m.shape)
+
+
+def q8_act(x):
+    return torch.tensor(q8_0_roundtrip(x.numpy()), dtype=torch.float64)
+
+
 def write_nomic(out_dir, tokens, index, rng):
     """OUT_DIR/nomic.gguf + nomic_reference.json, and two variants pagoda must refuse by name:
     nomic-moe.gguf (architecture nomic-bert-moe) and nomic-half-rope.gguf (rotary fraction 0.5)."""
@@ -458,14 +473,22 @@ def write_nomic(out_dir, tokens, index, rng):
     P64 = {k: torch.tensor(v, dtype=torch.float64) for k, v in P.items() if k != "layers"}
     P64["layers"] = [{k: torch.tensor(v, dtype=torch.float64) for k, v in L.items()}
                      for L in P["layers"]]
+    # The oracle of the Q8_0 file: the same forward on the weights `pagoda quantize nomic.gguf
+    # ... Q8_0` stores (every matrix but token_types; norms stay F32), dequantised, with each
+    # matmul's input rows rounded through Q8_0 too, as ggml's Q8_0 dot products take them.
+    Q64 = dict(P64, tok=torch.tensor(q8_0_roundtrip(P["tok"]), dtype=torch.float64))
+    Q64["layers"] = [{k: torch.tensor(q8_0_roundtrip(v) if v.ndim == 2 else v, dtype=torch.float64)
+                      for k, v in L.items()} for L in P["layers"]]
     cases = []
     for text in N_TEXTS:
         ids = wordpiece(text, index)
-        x = nomic_forward(P64, ids)
-        mean = x.mean(0)
-        cls = x[0] / x[0].norm()
-        cases.append({"text": text, "token_ids": ids, "mean": (mean / mean.norm()).tolist(),
-                      "cls": cls.tolist()})
+        case = {"text": text, "token_ids": ids}
+        for prefix, params, act in (("", P64, lambda x: x), ("q8_0_", Q64, q8_act)):
+            x = nomic_forward(params, ids, act)
+            mean = x.mean(0)
+            case[prefix + "mean"] = (mean / mean.norm()).tolist()
+            case[prefix + "cls"] = (x[0] / x[0].norm()).tolist()
+        cases.append(case)
     with open(os.path.join(out_dir, "nomic_reference.json"), "w") as f:
         json.dump({"hidden": N_HIDDEN, "cases": cases}, f)
 
