@@ -400,7 +400,7 @@ def nomic_forward(p, ids, act=lambda x: x):
     return x
 
 
-def write_nomic_gguf(path, tokens, index, P, arch="nomic-bert", rope_dims=None):
+def write_nomic_gguf(path, tokens, index, P, arch="nomic-bert", rope_dims=None, drop=None):
     w = gw.GGUFWriter()
     a = arch + "."
     w.add_string("general.architecture", arch)
@@ -432,7 +432,8 @@ def write_nomic_gguf(path, tokens, index, P, arch="nomic-bert", rope_dims=None):
              "ln2_w": "layer_output_norm.weight", "ln2_b": "layer_output_norm.bias"}
     for i, L in enumerate(P["layers"]):
         for key, name in names.items():
-            w.add_tensor(f"blk.{i}.{name}", L[key], F32)
+            if f"blk.{i}.{name}" != drop:
+                w.add_tensor(f"blk.{i}.{name}", L[key], F32)
     w.write(path)
 
 
@@ -451,8 +452,9 @@ def q8_act(x):
 
 
 def write_nomic(out_dir, tokens, index, rng):
-    """OUT_DIR/nomic.gguf + nomic_reference.json, and two variants pagoda must refuse by name:
-    nomic-moe.gguf (architecture nomic-bert-moe) and nomic-half-rope.gguf (rotary fraction 0.5)."""
+    """OUT_DIR/nomic.gguf + nomic_reference.json, two variants pagoda must refuse by name:
+    nomic-moe.gguf (architecture nomic-bert-moe) and nomic-half-rope.gguf (rotary fraction 0.5),
+    and two broken files (nomic-no-gate.gguf, nomic-short-qkv.gguf)."""
     def mat(*shape, std=0.15):
         return rng.normal(0.0, std, size=shape).astype(np.float32)
 
@@ -470,6 +472,12 @@ def write_nomic(out_dir, tokens, index, rng):
                      arch="nomic-bert-moe")
     write_nomic_gguf(os.path.join(out_dir, "nomic-half-rope.gguf"), tokens, index, P,
                      rope_dims=N_HIDDEN // N_HEADS // 2)
+    # Broken files: a layer without its gate, and an attn_qkv two thirds as tall.
+    write_nomic_gguf(os.path.join(out_dir, "nomic-no-gate.gguf"), tokens, index, P,
+                     drop="blk.1.ffn_gate.weight")
+    short = dict(P, layers=[dict(P["layers"][0], wqkv=P["layers"][0]["wqkv"][: 2 * N_HIDDEN])]
+                 + P["layers"][1:])
+    write_nomic_gguf(os.path.join(out_dir, "nomic-short-qkv.gguf"), tokens, index, short)
     P64 = {k: torch.tensor(v, dtype=torch.float64) for k, v in P.items() if k != "layers"}
     P64["layers"] = [{k: torch.tensor(v, dtype=torch.float64) for k, v in L.items()}
                      for L in P["layers"]]

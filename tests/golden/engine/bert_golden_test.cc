@@ -295,13 +295,16 @@ INSTANTIATE_TEST_SUITE_P(Forms, NomicBertGolden,
                          });
 
 // Variants llama.cpp's converter never writes for nomic-embed are refused, naming what is wrong:
-// the MoE architecture and a rotary fraction other than 1.
+// the MoE architecture and a rotary fraction other than 1; so are broken files (a missing
+// ffn_gate, an attn_qkv of the wrong shape), naming the tensor.
 TEST(NomicBertRefusals, UnsupportedVariantsAreRefusedByName) {
   const std::filesystem::path dir = fixture_dir();
   if (dir.empty() || !std::filesystem::exists(dir / "nomic-moe.gguf")) GTEST_SKIP();
   for (const auto& [file, needle] :
        {std::pair<const char*, const char*>{"nomic-moe.gguf", "nomic-bert-moe"},
-        {"nomic-half-rope.gguf", "rotary fraction"}}) {
+        {"nomic-half-rope.gguf", "rotary fraction"},
+        {"nomic-no-gate.gguf", "blk.1.ffn_gate.weight"},
+        {"nomic-short-qkv.gguf", "blk.0.attn_qkv.weight"}}) {
     EngineConfig c;
     c.model_path = (dir / file).string();
     c.kv_cache_bytes = 4ull << 20;
