@@ -29,6 +29,23 @@ std::filesystem::path fixture_dir() {
   return dir == nullptr ? std::filesystem::path() : std::filesystem::path(dir);
 }
 
+// The engine settings every case here uses: a small KV cache (encoders bypass it), 16 sequences
+// of up to 256 batched tokens.
+EngineConfig encoder_config(const std::filesystem::path& model, int32_t num_threads = 2) {
+  EngineConfig c;
+  c.model_path = model.string();
+  c.kv_cache_bytes = 4ull << 20;
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 256;
+  c.num_threads = num_threads;
+  return c;
+}
+
+nlohmann::json read_reference(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in);
+}
+
 double cosine(const std::vector<float>& a, const std::vector<double>& b) {
   double ab = 0, aa = 0, bb = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
@@ -102,15 +119,8 @@ TEST_P(BertGolden, TokenizerAndPooledEmbeddingsMatchTheTorchReference) {
     GTEST_SKIP() << "PAGODA_BERT_FIXTURE not set or empty (run through ctest: the bert_fixture "
                     "test writes it with tools/bert_fixture/make_bert_fixture.py)";
   }
-  std::ifstream in(dir / "bert_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  EngineConfig c;
-  c.model_path = (dir / GetParam()).string();
-  c.kv_cache_bytes = 4ull << 20;
-  c.max_num_seqs = 16;
-  c.max_num_batched_tokens = 256;
-  c.num_threads = 2;
-  auto engine = Engine::create(c);
+  const nlohmann::json ref = read_reference(dir / "bert_reference.json");
+  auto engine = Engine::create(encoder_config(dir / GetParam()));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   Engine& e = **engine;
   const ModelInfo& info = e.model_info();
@@ -145,15 +155,8 @@ TEST_P(BertRerankGolden, PairScoresMatchTheTorchReference) {
   if (dir.empty() || !std::filesystem::exists(dir / "bert_reference.json")) {
     GTEST_SKIP() << "PAGODA_BERT_FIXTURE not set or empty (run through ctest)";
   }
-  std::ifstream in(dir / "bert_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  EngineConfig c;
-  c.model_path = (dir / GetParam()).string();
-  c.kv_cache_bytes = 4ull << 20;
-  c.max_num_seqs = 16;
-  c.max_num_batched_tokens = 256;
-  c.num_threads = 2;
-  auto engine = Engine::create(c);
+  const nlohmann::json ref = read_reference(dir / "bert_reference.json");
+  auto engine = Engine::create(encoder_config(dir / GetParam()));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   Engine& e = **engine;
   EXPECT_EQ(e.model_info().default_pooling, PoolingType::kRank);
@@ -218,11 +221,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, BertRerankGolden,
 TEST(BertRerankGolden, RankPoolingNeedsAClassifierHead) {
   const std::filesystem::path dir = fixture_dir();
   if (dir.empty() || !std::filesystem::exists(dir / "bert.gguf")) GTEST_SKIP();
-  EngineConfig c;
-  c.model_path = (dir / "bert.gguf").string();
-  c.kv_cache_bytes = 4ull << 20;
-  c.num_threads = 1;
-  auto engine = Engine::create(c);
+  auto engine = Engine::create(encoder_config(dir / "bert.gguf", /*num_threads=*/1));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   EXPECT_EQ((*engine)->model_info().num_labels, 0);
   GenerateRequest r;
@@ -262,15 +261,8 @@ TEST_P(NomicBertGolden, PooledEmbeddingsMatchTheTorchReference) {
   if (dir.empty() || !std::filesystem::exists(dir / "nomic_reference.json")) {
     GTEST_SKIP() << "PAGODA_BERT_FIXTURE not set or empty (run through ctest)";
   }
-  std::ifstream in(dir / "nomic_reference.json");
-  const nlohmann::json ref = nlohmann::json::parse(in);
-  EngineConfig c;
-  c.model_path = (dir / GetParam().file).string();
-  c.kv_cache_bytes = 4ull << 20;
-  c.max_num_seqs = 16;
-  c.max_num_batched_tokens = 256;
-  c.num_threads = 2;
-  auto engine = Engine::create(c);
+  const nlohmann::json ref = read_reference(dir / "nomic_reference.json");
+  auto engine = Engine::create(encoder_config(dir / GetParam().file));
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   Engine& e = **engine;
   EXPECT_TRUE(e.model_info().is_encoder);
@@ -305,11 +297,7 @@ TEST(NomicBertRefusals, UnsupportedVariantsAreRefusedByName) {
         {"nomic-half-rope.gguf", "rotary fraction"},
         {"nomic-no-gate.gguf", "blk.1.ffn_gate.weight"},
         {"nomic-short-qkv.gguf", "blk.0.attn_qkv.weight"}}) {
-    EngineConfig c;
-    c.model_path = (dir / file).string();
-    c.kv_cache_bytes = 4ull << 20;
-    c.num_threads = 1;
-    auto engine = Engine::create(c);
+    auto engine = Engine::create(encoder_config(dir / file, /*num_threads=*/1));
     ASSERT_FALSE(engine.ok()) << file;
     EXPECT_NE(engine.status().message().find(needle), std::string::npos)
         << engine.status().to_string();
