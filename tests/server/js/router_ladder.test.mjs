@@ -15,7 +15,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { BIN, metrics, metric, sleep, startRouter, waitHealthy } from './harness.mjs';
+import { BIN, metrics, metric, sleep, startRouter, waitHealthy, waitMetric } from './harness.mjs';
 
 const skip = BIN ? false : 'PAGODA_BIN is not set (run through ctest)';
 const COOLDOWN_MS = 600;
@@ -70,12 +70,9 @@ async function level() {
 }
 
 async function waitLevel(want, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  let l;
-  while ((l = await level()) !== want) {
-    if (Date.now() > deadline) throw new Error(`level ${l}, expected ${want}`);
-    await sleep(20);
-  }
+  const l = await waitMetric(router.url, 'pagoda_router_degradation_level', (v) => v === want,
+                             timeoutMs);
+  if (l !== want) throw new Error(`level ${l}, expected ${want}`);
 }
 
 function chat(content, extra = {}, key = 'sk-default') {

@@ -25,7 +25,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { MODEL, skipReason, startServer, startRouter, waitHealthy, metrics, metric, sleep } from './harness.mjs';
+import { MODEL, skipReason, startServer, startRouter, waitHealthy, metrics, metric, sleep, waitMetric } from './harness.mjs';
 
 const skip = skipReason();
 const COOLDOWN_MS = 1500;
@@ -41,12 +41,9 @@ async function level() {
 // Liveness only (the machine may be slow): how long to wait for a level, never an assertion on
 // how long it took.
 async function waitLevel(want, timeoutMs = 60000) {
-  const deadline = Date.now() + timeoutMs;
-  let l;
-  while ((l = await level()) !== want) {
-    if (Date.now() > deadline) throw new Error(`level ${l}, expected ${want}`);
-    await sleep(25);
-  }
+  const l = await waitMetric(router.url, 'pagoda_router_degradation_level', (v) => v === want,
+                             timeoutMs);
+  if (l !== want) throw new Error(`level ${l}, expected ${want}`);
 }
 
 function client(key = 'sk-load') {
