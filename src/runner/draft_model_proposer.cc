@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "runner/constraint_mask.h"
+#include "runner/draft_pacer.h"
 
 namespace pagoda::runner {
 namespace {
@@ -113,6 +114,7 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
            std::min({r.entry->num_proposal_tokens, config_.num_speculative_tokens, r.max_drafts}) >
                0;
   };
+  passes_ = ProposalPasses{};
   bool any = false;
   for (const ProposalRequest& r : requests) {
     if (r.entry->is_new) computed_.insert_or_assign(r.entry->id, r.entry->num_computed_tokens);
@@ -177,7 +179,14 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
     }
   }
   if (tokens_.empty()) return Status();
+  auto pass_start = std::chrono::steady_clock::now();
   PAGODA_RETURN_IF_ERROR(forward());
+  passes_.drafting_rows = static_cast<int32_t>(drafting.size());
+  passes_.first_pass_tokens = static_cast<int64_t>(tokens_.size());
+  passes_.first_pass_seconds = seconds_since(pass_start);
+  passes_.first_pass_caught_up =
+      passes_.first_pass_tokens >
+      static_cast<int64_t>(drafting.size()) * (config_.num_speculative_tokens + 1);
 
   // Draft j (1-based) comes from the logits after draft j - 1; each pass feeds the newest drafts.
   for (int32_t j = 1;; ++j) {
@@ -214,7 +223,10 @@ Status DraftModelProposer::propose(const step::StepPlan& plan,
       slices_.push_back(slice);
     }
     if (tokens_.empty()) break;
+    pass_start = std::chrono::steady_clock::now();
     PAGODA_RETURN_IF_ERROR(forward());
+    ++passes_.later_passes;
+    passes_.later_pass_seconds += seconds_since(pass_start);
   }
   return Status();
 }

@@ -56,6 +56,7 @@ class DraftModelProposer final : public Proposer {
                                           tensor::DType dtype);
 
   Status propose(const step::StepPlan& plan, std::span<ProposalRequest> requests) override;
+  std::optional<ProposalPasses> last_passes() const override { return passes_; }
 
   const backend::KvStorage& storage() const { return storage_; }
   size_t num_tracked() const { return computed_.size(); }
@@ -70,6 +71,7 @@ class DraftModelProposer final : public Proposer {
   backend::KvStorage storage_;
   DraftModelConfig config_;
   int32_t scratch_per_request_ = 0;
+  ProposalPasses passes_;
   // Per request: the draft's KV is valid for positions [0, computed).
   std::unordered_map<step::RequestId, int64_t> computed_;
   // Step buffers, reused.

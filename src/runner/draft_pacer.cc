@@ -24,14 +24,16 @@ double expected_tokens_per_step(double alpha, int32_t k) {
   return sum;
 }
 
-int32_t best_num_drafts(double alpha, int32_t max_k, const SpeculationCosts& costs, double margin) {
+int32_t best_num_drafts(double alpha, int32_t max_k, const SpeculationCosts& costs, double margin,
+                        int64_t n) {
   if (max_k < 1 || !(costs.step > 0)) return 0;
+  const auto others = static_cast<double>(std::max<int64_t>(n, 1) - 1);
   const double extra = std::max(0.0, costs.per_token) + std::max(0.0, costs.per_draft);
-  const double plain_rate = (1 + std::max(0.0, margin)) / costs.step;
+  const double plain_rate = (others + 1 + std::max(0.0, margin)) / costs.step;
   int32_t best = 0;
   double best_rate = plain_rate;
   for (int32_t k = 1; k <= max_k; ++k) {
-    const double rate = expected_tokens_per_step(alpha, k) / (costs.step + k * extra);
+    const double rate = (others + expected_tokens_per_step(alpha, k)) / (costs.step + k * extra);
     if (rate > best_rate) best = k, best_rate = rate;
   }
   return best;
@@ -53,10 +55,11 @@ double DraftPacer::acceptance() const {
   return n > 0 ? accepted_ / n : 0;
 }
 
-int32_t DraftPacer::next_num_drafts(int32_t max_k, const std::optional<SpeculationCosts>& costs) {
+int32_t DraftPacer::next_num_drafts(int32_t max_k, const std::optional<SpeculationCosts>& costs,
+                                    int64_t num_sampling) {
   if (max_k < 1) return 0;
   if (!costs) return max_k;
-  const int32_t k = best_num_drafts(acceptance(), max_k, *costs, config_.margin);
+  const int32_t k = best_num_drafts(acceptance(), max_k, *costs, config_.margin, num_sampling);
   if (k > 0) {
     paused_ = false;
     paused_steps_ = 0;
@@ -90,6 +93,20 @@ void SpeculationCostMeter::record_proposal(int32_t max_drafts, double seconds) {
   const double per = seconds / max_drafts;
   per_draft_ = num_proposals_ == 0 ? per : kProposalDecay * per_draft_ + (1 - kProposalDecay) * per;
   ++num_proposals_;
+}
+
+void SpeculationCostMeter::record_proposal_passes(const ProposalPasses& passes, double seconds) {
+  if (passes.drafting_rows < 1 || passes.later_passes < 0 || !(seconds >= 0)) return;
+  double first = passes.first_pass_seconds;
+  if (passes.first_pass_caught_up) {
+    if (passes.later_passes == 0) return;
+    first = passes.later_pass_seconds / passes.later_passes;
+  }
+  // The rest of the call (drawing the drafts, masks) stays in the price.
+  const double rest =
+      std::max(0.0, seconds - passes.first_pass_seconds - passes.later_pass_seconds);
+  record_proposal(1 + passes.later_passes,
+                  (first + passes.later_pass_seconds + rest) / passes.drafting_rows);
 }
 
 std::optional<SpeculationCosts> SpeculationCostMeter::costs(int64_t tokens) const {

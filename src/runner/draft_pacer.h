@@ -8,24 +8,35 @@
 //  - the measured costs (SpeculationCostMeter: the target's step time and its extra time per
 //    verified row, the proposer's time per drafted token; prompt lookup's is ~0, so its rule is
 //    about verification only),
-// drafts the k in [1, max_k] that maximises expected tokens per second,
-//     E(k) / (step + k * (per_token + per_draft)),   E(k) = (1 - alpha^(k+1)) / (1 - alpha)
-// (Leviathan et al. 2023, eq. 1: expected tokens per verifying step), when that beats plain
-// decoding, 1 / step, by the factor 1 + margin. Otherwise the request stops drafting and probes
+// drafts the k in [1, max_k] that maximises the step's expected tokens per second,
+//     (n - 1 + E(k)) / (step + k * (per_token + per_draft)),   E(k) = (1 - alpha^(k+1)) / (1 -
+//     alpha)
+// (Leviathan et al. 2023, eq. 1: expected tokens per verifying step), where n is the number of
+// requests sampling in the step (the others' tokens come at the step's price too: a request's
+// drafts slow every row of the batch, so the larger the batch, the more a draft must bring),
+// when that beats plain decoding, n / step, by the factor 1 + margin / n (the request's own
+// margin). Otherwise the request stops drafting and probes
 // with k = 1 every probe_interval sampled steps, so it resumes when its text becomes predictable
 // (each probe's verification updates alpha).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 
+#include "runner/proposer.h"
+
 namespace pagoda::runner {
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // What speculating costs in one step, in seconds.
 struct SpeculationCosts {
   double step = 0;       // a target step without drafts (what one plain decoded token costs)
   double per_token = 0;  // the target's extra time per verified draft (one more row)
-  double per_draft = 0;  // the proposer's time per drafted token (one draft-model pass)
+  double per_draft = 0;  // the proposer's time per drafted token (a drafting row's share of a pass)
 };
 
 // Expected tokens emitted by a verifying step with k drafts, each accepted with probability
@@ -34,7 +45,9 @@ double expected_tokens_per_step(double alpha, int32_t k);
 
 // The k in [1, max_k] with the most expected tokens per second, if it beats plain decoding by
 // the factor (1 + margin); 0 if none does (or max_k < 1, or costs.step <= 0).
-int32_t best_num_drafts(double alpha, int32_t max_k, const SpeculationCosts& costs, double margin);
+// n: the requests sampling in the step (n >= 1).
+int32_t best_num_drafts(double alpha, int32_t max_k, const SpeculationCosts& costs, double margin,
+                        int64_t n = 1);
 
 struct DraftPacingConfig {
   double margin = 0.1;         // speculate only when >= 10% faster than plain decoding
@@ -54,7 +67,8 @@ class DraftPacer {
   void record_verification(int32_t drafted, int32_t accepted);
   // At a sampled step: how many drafts to propose for the next step (0: none), at most max_k.
   // nullopt costs (not measured yet): max_k. Counts the paused steps towards the next probe.
-  int32_t next_num_drafts(int32_t max_k, const std::optional<SpeculationCosts>& costs);
+  int32_t next_num_drafts(int32_t max_k, const std::optional<SpeculationCosts>& costs,
+                          int64_t num_sampling = 1);
 
   double acceptance() const;  // alpha
   bool paused() const { return paused_; }
@@ -78,6 +92,11 @@ class SpeculationCostMeter {
   // A proposer call that drafted up to `max_drafts` tokens for some request in `seconds`
   // (ignored when max_drafts < 1).
   void record_proposal(int32_t max_drafts, double seconds);
+  // A model proposer's call of `seconds` with these passes: the price of its 1 + later_passes
+  // draft rounds is the call's time, shared by its drafting rows, except that a first pass that
+  // caught up a prompt or a pause's worth of tokens is priced as one of the later passes
+  // (without any: the call is not recorded), since that catch-up is not what drafting costs.
+  void record_proposal_passes(const ProposalPasses& passes, double seconds);
   // The costs around a plain step of `tokens` tokens; nullopt until enough was measured.
   std::optional<SpeculationCosts> costs(int64_t tokens) const;
 

@@ -13,14 +13,6 @@
 
 namespace pagoda::runner {
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                                                          const RunnerConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(KvStorage storage,
@@ -119,11 +111,14 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
   requests.reserve(plan.requests.size());
   // The cost rule's view of the next step: this one's tokens without drafts.
   std::optional<SpeculationCosts> costs;
-  int32_t max_drafts = 0;  // the most any request may draft (its proposal's passes)
+  int32_t max_drafts = 0;    // the most any request may draft (its proposal's passes)
+  int64_t num_sampling = 0;  // rows drawing a token next step (the cost rule's n)
   if (pace_drafts_) {
     int64_t plain_tokens = 0;
-    for (const step::ScheduledRequest& entry : plan.requests)
+    for (const step::ScheduledRequest& entry : plan.requests) {
       plain_tokens += static_cast<int64_t>(entry.token_ids.size()) - entry.num_draft_tokens;
+      if (entry.num_samples > 0 && entry.sampling->pooling == PoolingType::kNone) ++num_sampling;
+    }
     costs = cost_meter_.costs(plain_tokens);
   }
   for (const step::ScheduledRequest& entry : plan.requests) {
@@ -153,7 +148,7 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
     // draft is visited first), and they must not depend on timings (nor on the batch).
     const bool reproducible = entry.sampling->seed && !entry.sampling->is_greedy();
     if (pace_drafts_ && r.sampled && !reproducible) {
-      r.max_drafts = state.pacer.next_num_drafts(entry.num_proposal_tokens, costs);
+      r.max_drafts = state.pacer.next_num_drafts(entry.num_proposal_tokens, costs, num_sampling);
     }
     if (r.sampled) {
       max_drafts = std::max(max_drafts, std::min(r.max_drafts, entry.num_proposal_tokens));
@@ -162,7 +157,13 @@ Status ModelRunner::propose(const step::StepPlan& plan) {
   }
   const auto start = std::chrono::steady_clock::now();
   PAGODA_RETURN_IF_ERROR(proposer_->propose(plan, requests));
-  if (pace_drafts_) cost_meter_.record_proposal(max_drafts, seconds_since(start));
+  if (pace_drafts_) {
+    if (const std::optional<ProposalPasses> passes = proposer_->last_passes()) {
+      cost_meter_.record_proposal_passes(*passes, seconds_since(start));
+    } else {
+      cost_meter_.record_proposal(max_drafts, seconds_since(start));
+    }
+  }
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   for (const ProposalRequest& r : requests) {
     const auto cap = static_cast<size_t>(std::max(r.max_drafts, 0));
@@ -320,9 +321,6 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   if (!token_types_.empty()) token_types_.resize(tokens_.size(), 0);
   const auto forward_start = std::chrono::steady_clock::now();
   PAGODA_RETURN_IF_ERROR(forward_step());
-  if (pace_drafts_) {
-    cost_meter_.record_step(static_cast<int64_t>(tokens_.size()), seconds_since(forward_start));
-  }
 
   // Sampling: first (serially) the state of each sampling request (new ones build their sampler
   // and constraint), then the masks and draws of all requests in parallel on the kernels'
@@ -389,6 +387,10 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   step::StepOutput out;
   for (Job& job : jobs)
     PAGODA_RETURN_IF_ERROR(job.status);
+  // A step's price: the forward pass and the sampling (verification rows cost draws too).
+  if (pace_drafts_) {
+    cost_meter_.record_step(static_cast<int64_t>(tokens_.size()), seconds_since(forward_start));
+  }
   if (proposer_) PAGODA_RETURN_IF_ERROR(propose(plan));
   for (Job& job : jobs) {
     if (job.pooled) {

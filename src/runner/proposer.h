@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -41,11 +42,30 @@ struct ProposalRequest {
   std::vector<float>* draft_probs = nullptr;
 };
 
+// The forward passes of the last propose() (a proposer that runs a model): the runner's cost rule
+// prices a draft from passes that only draft, not from the first pass when it also caught up a
+// prompt or a pause's worth of tokens (a different regime: counting it made drafting look
+// several times dearer than it is and kept the demo pair paused at 0.98x of plain decoding while
+// fixed k = 4 gave 1.30x).
+struct ProposalPasses {
+  int32_t drafting_rows = 0;      // requests drafted for
+  int64_t first_pass_tokens = 0;  // the first pass: catch-up rows plus one per drafting request
+  double first_pass_seconds = 0;
+  // The first pass caught up more than a drafting step leaves behind (k + 1 tokens per request):
+  // a prompt, or the tokens decoded while the request did not draft.
+  bool first_pass_caught_up = false;
+  int32_t later_passes = 0;  // each one token per request still drafting
+  double later_pass_seconds = 0;
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
   // Called once per executed plan, after sampling, with one entry per plan request.
   virtual Status propose(const step::StepPlan& plan, std::span<ProposalRequest> requests) = 0;
+  // The passes of the last propose(); nullopt for a proposer without forward passes (its time is
+  // taken whole).
+  virtual std::optional<ProposalPasses> last_passes() const { return std::nullopt; }
 };
 
 }  // namespace pagoda::runner

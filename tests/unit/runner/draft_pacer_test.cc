@@ -171,5 +171,69 @@ TEST(SpeculationCostMeter, OneStepSizeGivesTheMeanAndNoRowCost) {
   EXPECT_NEAR(costs->per_draft, 0.002, 1e-12);
 }
 
+TEST(SpeculationCostMeter, PricesADraftFromPassesThatOnlyDraft) {
+  SpeculationCostMeter meter;
+  for (int i = 0; i < 10; ++i)
+    meter.record_step(2, 0.010);
+  // A call whose only pass caught up a 100-token prompt for 2 drafting requests: no price in it.
+  meter.record_proposal_passes({.drafting_rows = 2,
+                                .first_pass_tokens = 102,
+                                .first_pass_seconds = 0.050,
+                                .first_pass_caught_up = true},
+                               0.051);
+  EXPECT_FALSE(meter.costs(2).has_value());
+  // 4 rounds for 2 rows: a catch-up first pass (priced as a later one, 2 ms), 3 later passes of
+  // 2 ms and 1 ms of drawing: (2 + 6 + 1) / 4 ms per round, half of it per row.
+  meter.record_proposal_passes({.drafting_rows = 2,
+                                .first_pass_tokens = 40,
+                                .first_pass_seconds = 0.030,
+                                .first_pass_caught_up = true,
+                                .later_passes = 3,
+                                .later_pass_seconds = 0.006},
+                               0.037);
+  auto costs = meter.costs(2);
+  ASSERT_TRUE(costs.has_value());
+  EXPECT_NEAR(costs->per_draft, 0.009 / 4 / 2, 1e-12);
+  // A k = 1 call whose pass only caught up what drafting leaves behind is priced whole.
+  meter.record_proposal_passes(
+      {.drafting_rows = 2, .first_pass_tokens = 6, .first_pass_seconds = 0.003}, 0.004);
+  const double price = 0.8 * 0.009 / 8 + 0.2 * 0.004 / 2;
+  costs = meter.costs(2);
+  ASSERT_TRUE(costs.has_value());
+  EXPECT_NEAR(costs->per_draft, price, 1e-12);
+  // A probe after a pause (k = 1, a long catch-up) leaves the price alone.
+  meter.record_proposal_passes({.drafting_rows = 1,
+                                .first_pass_tokens = 9,
+                                .first_pass_seconds = 0.5,
+                                .first_pass_caught_up = true},
+                               0.5);
+  EXPECT_NEAR(meter.costs(2)->per_draft, price, 1e-12);
+}
+
+TEST(DraftPacer, ALargerBatchNeedsMoreFromADraft) {
+  // A 1 ms step, 0.1 ms per verified row and 0.1 ms per drafted row: alpha 0.7 pays alone
+  // (k = 3: 2.53 tokens in 1.6 ms against 1 in 1 ms), but in a batch of 8 the request's drafts
+  // slow the other 7 rows: (7 + 2.53) / 1.6 ms < 8 / 1 ms.
+  const SpeculationCosts costs{0.001, 0.0001, 0.0001};
+  EXPECT_EQ(best_num_drafts(0.7, 4, costs, 0.1, 1), 3);
+  EXPECT_EQ(best_num_drafts(0.7, 4, costs, 0.1, 8), 0);
+  // The same with the batch's rule worked out by hand: best k by (n - 1 + E(k)) / (step + k x).
+  for (int64_t n : {1, 2, 3, 4, 8}) {
+    int32_t want = 0;
+    double best = (static_cast<double>(n) + 0.1) / costs.step;
+    for (int32_t k = 1; k <= 4; ++k) {
+      const double rate = (static_cast<double>(n) - 1 + expected_tokens_per_step(0.7, k)) /
+                          (costs.step + k * 0.0002);
+      if (rate > best) want = k, best = rate;
+    }
+    EXPECT_EQ(best_num_drafts(0.7, 4, costs, 0.1, n), want) << n;
+  }
+  DraftPacer pacer;
+  for (int i = 0; i < 20; ++i)
+    pacer.record_verification(4, 3);  // alpha 0.75
+  EXPECT_GT(pacer.next_num_drafts(4, costs, 1), 0);
+  EXPECT_EQ(pacer.next_num_drafts(4, costs, 8), 0);
+}
+
 }  // namespace
 }  // namespace pagoda::runner
