@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,7 @@ class UpstreamExchange {
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   boost::beast::http::response_parser<boost::beast::http::buffer_body> parser_;
+  std::unique_ptr<char[]> piece_;  // read_some's landing space (not zeroed per read)
 };
 
 struct SimpleResponse {
