@@ -9,7 +9,10 @@
 # per-round differences.
 # A tool, not a test: run it on a quiet machine.
 #   bench/router/router_overhead.sh [BUILD_DIR] [MODEL] [CONCURRENCY] [NUM_PROMPTS] [INPUT_LEN] [OUTPUT_LEN]
-# Environment: ROUNDS (3), SERVE_THREADS (the serve default), SERVE_PORT / ROUTER_PORT (free ports).
+# Environment: ROUNDS (3), SERVE_THREADS (the serve default), SERVE_PORT / ROUTER_PORT (free ports),
+# ROUTER_CPUS / OTHER_CPUS (taskset CPU lists: the router on its own cores, the replica and the
+# client on the others, as in a deployment where the router has its own pod; without them every
+# process shares every core and the router's CPU is taken from the replica).
 set -euo pipefail
 BUILD=${1:-build}
 MODEL=${2:-models/demo.gguf}
@@ -40,21 +43,24 @@ wait_health() {
   return 1
 }
 
-"$PAGODA" serve -m "$MODEL" --host 127.0.0.1 --port "$SERVE_PORT" --max-num-seqs "$CONCURRENCY" \
+PIN_ROUTER=() PIN_OTHERS=()
+[[ -n ${ROUTER_CPUS:-} ]] && PIN_ROUTER=(taskset -c "$ROUTER_CPUS")
+[[ -n ${OTHER_CPUS:-} ]] && PIN_OTHERS=(taskset -c "$OTHER_CPUS")
+"${PIN_OTHERS[@]}" "$PAGODA" serve -m "$MODEL" --host 127.0.0.1 --port "$SERVE_PORT" --max-num-seqs "$CONCURRENCY" \
   ${SERVE_THREADS:+--threads "$SERVE_THREADS"} 2>"$TMP/serve.log" &
 PIDS+=($!)
 cat >"$TMP/router.yaml" <<YAML
 listen: {host: 127.0.0.1, port: $ROUTER_PORT}
 backends: [{name: r0, url: "http://127.0.0.1:$SERVE_PORT", models: [demo]}]
 YAML
-"$PAGODA" router --config "$TMP/router.yaml" >"$TMP/router.log" 2>&1 &
+"${PIN_ROUTER[@]}" "$PAGODA" router --config "$TMP/router.yaml" >"$TMP/router.log" 2>&1 &
 ROUTER_PID=$!
 PIDS+=($ROUTER_PID)
 wait_health "$SERVE_PORT"
 wait_health "$ROUTER_PORT"
 
 run() {
-  "$PAGODA" bench serve --url "http://127.0.0.1:$1" --concurrency "$CONCURRENCY" \
+  "${PIN_OTHERS[@]}" "$PAGODA" bench serve --url "http://127.0.0.1:$1" --concurrency "$CONCURRENCY" \
     --num-prompts "$NUM_PROMPTS" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" --seed "$2" --json
 }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -77,9 +83,12 @@ runs = {k: [json.load(open(f"{tmp}/{k}_{r}.json")) for r in range(1, rounds + 1)
 first = runs["direct"][0]
 med = statistics.median
 def ms(x, q): return x["ttft"][f"{q}_ms"]
+import os
+pins = os.environ.get("ROUTER_CPUS"), os.environ.get("OTHER_CPUS")
 print(f"model {model}, {first['concurrency']} concurrent streams, {first['num_prompts']} prompts of "
       f"{first['input_len']} -> {first['output_len']} tokens, {rounds} rounds, {cpus} CPUs, "
-      f"load average {load_before} -> {load_after}")
+      f"load average {load_before} -> {load_after}" +
+      (f", router on CPUs {pins[0]}, replica and client on {pins[1]}" if any(pins) else ""))
 print()
 print("| round | direct TTFT p50 ms | direct p99 ms | router p50 ms | router p99 ms | added p50 ms | added p99 ms | failed (direct/router) |")
 print("|---|---|---|---|---|---|---|---|")
@@ -93,6 +102,7 @@ summary = {
     "model": model, "concurrency": first["concurrency"], "num_prompts": first["num_prompts"],
     "input_len": first["input_len"], "output_len": first["output_len"], "rounds": rounds,
     "cpus": int(cpus), "load_average": [load_before, load_after],
+    "router_cpus": pins[0], "other_cpus": pins[1],
     "direct_ttft_p50_ms": med(ms(d, "p50") for d in runs["direct"]),
     "direct_ttft_p99_ms": med(ms(d, "p99") for d in runs["direct"]),
     "router_ttft_p50_ms": med(ms(x, "p50") for x in runs["router"]),
