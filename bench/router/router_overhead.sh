@@ -49,14 +49,17 @@ PIN_ROUTER=() PIN_OTHERS=()
 "${PIN_OTHERS[@]}" "$PAGODA" serve -m "$MODEL" --host 127.0.0.1 --port "$SERVE_PORT" --max-num-seqs "$CONCURRENCY" \
   ${SERVE_THREADS:+--threads "$SERVE_THREADS"} 2>"$TMP/serve.log" &
 PIDS+=($!)
+wait_health "$SERVE_PORT"
+# The name the replica serves its model under (the router routes by it).
+SERVED=$(curl -sf "http://127.0.0.1:$SERVE_PORT/v1/models" |
+  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')
 cat >"$TMP/router.yaml" <<YAML
 listen: {host: 127.0.0.1, port: $ROUTER_PORT}
-backends: [{name: r0, url: "http://127.0.0.1:$SERVE_PORT", models: [demo]}]
+backends: [{name: r0, url: "http://127.0.0.1:$SERVE_PORT", models: ["$SERVED"]}]
 YAML
 "${PIN_ROUTER[@]}" "$PAGODA" router --config "$TMP/router.yaml" >"$TMP/router.log" 2>&1 &
 ROUTER_PID=$!
 PIDS+=($ROUTER_PID)
-wait_health "$SERVE_PORT"
 wait_health "$ROUTER_PORT"
 
 run() {
