@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace pagoda::runner {
 namespace {
@@ -40,7 +41,10 @@ int32_t best_num_drafts(double alpha, int32_t max_k, const SpeculationCosts& cos
 }
 
 DraftPacer::DraftPacer(const DraftPacingConfig& config)
-    : config_(config), accepted_(config.prior_accepted), rejected_(config.prior_rejected) {}
+    : config_(config),
+      accepted_(config.prior_accepted),
+      rejected_(config.prior_rejected),
+      probe_interval_(config.probe_interval) {}
 
 void DraftPacer::record_verification(int32_t drafted, int32_t accepted) {
   if (drafted < 1) return;
@@ -63,15 +67,26 @@ int32_t DraftPacer::next_num_drafts(int32_t max_k, const std::optional<Speculati
   if (k > 0) {
     paused_ = false;
     paused_steps_ = 0;
+    probe_interval_ = config_.probe_interval;
     return k;
+  }
+  // Not even drafts that are always accepted would pay at these costs (a large batch, a dear
+  // draft): a probe could not change the answer, it would only cost a draft pass.
+  if (best_num_drafts(1.0, max_k, *costs, config_.margin, num_sampling) == 0) {
+    paused_ = true;
+    return 0;
   }
   if (!paused_) {  // this step is the first without drafts
     paused_ = true;
     paused_steps_ = 0;
+    probe_interval_ = config_.probe_interval;
     return 0;
   }
-  if (++paused_steps_ >= std::max(1, config_.probe_interval)) {
+  if (++paused_steps_ >= std::max(1, probe_interval_)) {
     paused_steps_ = 0;
+    probe_interval_ =
+        std::max(1, std::min(std::max(config_.max_probe_interval, config_.probe_interval),
+                             probe_interval_ > INT32_MAX / 2 ? INT32_MAX : 2 * probe_interval_));
     return 1;
   }
   return 0;

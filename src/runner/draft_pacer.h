@@ -9,15 +9,16 @@
 //    verified row, the proposer's time per drafted token; prompt lookup's is ~0, so its rule is
 //    about verification only),
 // drafts the k in [1, max_k] that maximises the step's expected tokens per second,
-//     (n - 1 + E(k)) / (step + k * (per_token + per_draft)),   E(k) = (1 - alpha^(k+1)) / (1 -
-//     alpha)
+//     (n - 1 + E(k)) / (step + k * (per_token + per_draft)),
+//     E(k) = (1 - alpha^(k+1)) / (1 - alpha)
 // (Leviathan et al. 2023, eq. 1: expected tokens per verifying step), where n is the number of
 // requests sampling in the step (the others' tokens come at the step's price too: a request's
 // drafts slow every row of the batch, so the larger the batch, the more a draft must bring),
 // when that beats plain decoding, n / step, by the factor 1 + margin / n (the request's own
-// margin). Otherwise the request stops drafting and probes
-// with k = 1 every probe_interval sampled steps, so it resumes when its text becomes predictable
-// (each probe's verification updates alpha).
+// margin). Otherwise the request stops drafting and probes with k = 1 after probe_interval
+// sampled steps, then after twice as many (up to max_probe_interval), so it resumes when its
+// text becomes predictable (each probe's verification updates alpha); it does not probe while
+// even alpha = 1 would not pay (the costs decide).
 #pragma once
 
 #include <chrono>
@@ -50,9 +51,12 @@ int32_t best_num_drafts(double alpha, int32_t max_k, const SpeculationCosts& cos
                         int64_t n = 1);
 
 struct DraftPacingConfig {
-  double margin = 0.1;         // speculate only when >= 10% faster than plain decoding
-  int32_t probe_interval = 8;  // while paused: one k = 1 probe every this many sampled steps
-  double decay = 0.8;          // weight of the evidence so far at each new verification
+  double margin = 0.1;              // speculate only when >= 10% faster than plain decoding
+  int32_t probe_interval = 8;       // while paused: one k = 1 probe after this many sampled steps,
+  int32_t max_probe_interval = 64;  // the interval doubling after each probe, up to this
+  // (a probe costs a draft pass that catches up the pause: at 4 concurrent requests on the demo
+  // pair, probes every 8 steps cost ~5% of throughput where drafting does not pay)
+  double decay = 0.8;  // weight of the evidence so far at each new verification
   // The evidence a request starts with (alpha 2/3: new requests draft until measured).
   double prior_accepted = 2;
   double prior_rejected = 1;
@@ -78,7 +82,8 @@ class DraftPacer {
   double accepted_ = 0;  // decayed counts
   double rejected_ = 0;
   bool paused_ = false;
-  int32_t paused_steps_ = 0;  // since the last probe
+  int32_t paused_steps_ = 0;    // since the last probe
+  int32_t probe_interval_ = 0;  // the current interval while paused
 };
 
 // The runner's measured costs, shared by its requests (one engine step loop: not thread-safe).

@@ -387,8 +387,16 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
   step::StepOutput out;
   for (Job& job : jobs)
     PAGODA_RETURN_IF_ERROR(job.status);
-  // A step's price: the forward pass and the sampling (verification rows cost draws too).
-  if (pace_drafts_) {
+  // A step's price: the forward pass and the sampling (verification rows cost draws too). Only
+  // decode steps (each request one new token plus its drafts) are fitted: the rule prices such
+  // steps, and a prefill chunk's rows (attention over a prompt, no draw) cost another amount, so
+  // mixing them in skewed the per-row cost of a small batch by 3-5x.
+  if (pace_drafts_ &&
+      std::all_of(
+          plan.requests.begin(), plan.requests.end(), [](const step::ScheduledRequest& entry) {
+            return entry.num_samples == 1 &&
+                   static_cast<int64_t>(entry.token_ids.size()) - entry.num_draft_tokens == 1;
+          })) {
     cost_meter_.record_step(static_cast<int64_t>(tokens_.size()), seconds_since(forward_start));
   }
   if (proposer_) PAGODA_RETURN_IF_ERROR(propose(plan));

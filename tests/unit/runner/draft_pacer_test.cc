@@ -78,6 +78,7 @@ TEST(DraftPacer, UnmeasuredCostsDraftEverything) {
 TEST(DraftPacer, StopsOnLowAcceptanceAndResumesAfterGoodProbes) {
   DraftPacingConfig config;
   config.probe_interval = 8;
+  config.max_probe_interval = 8;  // (the back-off has its own test)
   DraftPacer pacer(config);
   const SpeculationCosts costs{1.0, 0.02, 0.3};
   ASSERT_GT(pacer.next_num_drafts(4, costs), 0);  // the prior: alpha 2/3
@@ -122,6 +123,29 @@ TEST(DraftPacer, StopsOnLowAcceptanceAndResumesAfterGoodProbes) {
     next = pacer.next_num_drafts(4, costs);
   }
   EXPECT_EQ(next, 4);
+}
+
+// While paused, each probe that does not resume drafting doubles the wait for the next, up to
+// max_probe_interval; resuming starts over.
+TEST(DraftPacer, ProbesBackOff) {
+  DraftPacer pacer;  // probe_interval 8, max 64
+  const SpeculationCosts costs{1.0, 0.02, 0.3};
+  for (int i = 0; i < 20; ++i)
+    pacer.record_verification(4, 0);
+  ASSERT_EQ(pacer.next_num_drafts(4, costs), 0);  // pauses
+  for (const int32_t interval : {8, 16, 32, 64, 64}) {
+    const auto [calls, drafts] = calls_until_drafting(pacer, costs);
+    EXPECT_EQ(calls, interval);
+    ASSERT_EQ(drafts, 1);
+    pacer.record_verification(1, 0);
+  }
+  for (int i = 0; i < 20; ++i)
+    pacer.record_verification(4, 4);
+  ASSERT_GT(pacer.next_num_drafts(4, costs), 0);  // resumes
+  for (int i = 0; i < 20; ++i)
+    pacer.record_verification(4, 0);
+  ASSERT_EQ(pacer.next_num_drafts(4, costs), 0);  // pauses again: the interval starts at 8
+  EXPECT_EQ(calls_until_drafting(pacer, costs).first, 8);
 }
 
 // Cheap drafting (prompt lookup: no draft pass, cheap rows) keeps drafting at a low acceptance
@@ -233,6 +257,11 @@ TEST(DraftPacer, ALargerBatchNeedsMoreFromADraft) {
     pacer.record_verification(4, 3);  // alpha 0.75
   EXPECT_GT(pacer.next_num_drafts(4, costs, 1), 0);
   EXPECT_EQ(pacer.next_num_drafts(4, costs, 8), 0);
+  // In a batch of 64 not even certain drafts pay ((63 + 5) / 1.8 ms < 64 / 1 ms): no probes.
+  for (int i = 0; i < 40; ++i)
+    EXPECT_EQ(pacer.next_num_drafts(4, costs, 64), 0) << i;
+  // Alone again, a paused request probes (here it drafts at once: alpha 0.75 pays alone).
+  EXPECT_GT(pacer.next_num_drafts(4, costs, 1), 0);
 }
 
 }  // namespace
