@@ -101,6 +101,10 @@ void SpeculationCostMeter::record_step(int64_t tokens, double seconds) {
   xx_ = kStepDecay * xx_ + x * x;
   xy_ = kStepDecay * xy_ + x * seconds;
   ++num_steps_;
+  const double mean_x = x_ / w_;
+  const double var = xx_ / w_ - mean_x * mean_x;
+  const double cov = xy_ / w_ - mean_x * (y_ / w_);
+  if (var >= 0.25 && cov > 0) slope_ = cov / var;
 }
 
 void SpeculationCostMeter::record_proposal(int32_t max_drafts, double seconds) {
@@ -132,15 +136,13 @@ std::optional<SpeculationCosts> SpeculationCostMeter::costs(int64_t tokens) cons
   const double cov = xy_ / w_ - mean_x * mean_y;
   SpeculationCosts c;
   c.per_draft = per_draft_;
-  // One step size only (or a noisy negative slope): no per-row cost can be told apart, so a
-  // step costs the mean and a row nothing more.
-  if (var < 0.25 || cov <= 0) {
-    c.step = mean_y;
-  } else {
-    c.per_token = cov / var;
-    const double n = static_cast<double>(std::clamp<int64_t>(tokens, 1, kMaxFitTokens));
-    c.step = std::max(mean_y + c.per_token * (n - mean_x), 1e-3 * mean_y);
-  }
+  // One step size only (or a noisy negative slope): no per-row cost can be told apart now, so a
+  // row costs what it did when one could (nothing, if it never could). Only plain steps of one
+  // batch size are seen while nobody drafts; a slope of 0 then made drafting look free, and a
+  // request at the edge resumed, paid, paused and resumed again.
+  const double n = static_cast<double>(std::clamp<int64_t>(tokens, 1, kMaxFitTokens));
+  c.per_token = var < 0.25 || cov <= 0 ? slope_ : cov / var;
+  c.step = std::max(mean_y + c.per_token * (n - mean_x), 1e-3 * mean_y);
   if (!(c.step > 0)) return std::nullopt;
   return c;
 }

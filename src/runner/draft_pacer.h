@@ -109,6 +109,7 @@ class SpeculationCostMeter {
   // Decayed sums of the fit: weight, x, y, xx, xy; the number of steps seen.
   double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;
   int64_t num_steps_ = 0;
+  double slope_ = 0;  // the last per-row cost the fit could tell apart
   double per_draft_ = 0;
   int64_t num_proposals_ = 0;
 };

@@ -195,6 +195,23 @@ TEST(SpeculationCostMeter, OneStepSizeGivesTheMeanAndNoRowCost) {
   EXPECT_NEAR(costs->per_draft, 0.002, 1e-12);
 }
 
+TEST(SpeculationCostMeter, KeepsTheRowCostThroughStepsOfOneSize) {
+  SpeculationCostMeter meter;
+  for (int i = 0; i < 40; ++i) {  // drafting: 4 to 20 tokens, 0.2 ms + 0.05 ms per row
+    const int64_t tokens = 4 + 4 * (i % 5);
+    meter.record_step(tokens, 0.0002 + 0.00005 * static_cast<double>(tokens));
+  }
+  meter.record_proposal(1, 0.0001);
+  ASSERT_NEAR(meter.costs(4)->per_token, 0.00005, 1e-9);
+  // Paused: 500 plain steps of 4 rows (the fit's variance decays away); a row still costs 0.05 ms.
+  for (int i = 0; i < 500; ++i)
+    meter.record_step(4, 0.0004);
+  const auto costs = meter.costs(4);
+  ASSERT_TRUE(costs.has_value());
+  EXPECT_NEAR(costs->per_token, 0.00005, 1e-9);
+  EXPECT_NEAR(costs->step, 0.0004, 1e-9);
+}
+
 TEST(SpeculationCostMeter, PricesADraftFromPassesThatOnlyDraft) {
   SpeculationCostMeter meter;
   for (int i = 0; i < 10; ++i)
