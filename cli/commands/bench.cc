@@ -28,6 +28,8 @@
 #include "loader/model_loader.h"
 #include "pagoda/parallel.h"
 #include "planner/bandwidth_probe.h"
+#include "planner/hardware.h"
+#include "planner/parallel_cost.h"
 
 namespace pagoda::cli {
 namespace {
@@ -147,47 +149,56 @@ std::vector<int32_t> parse_list(const std::string& s) {
   return out;
 }
 
-// The cost model of docs/design/parallel.md for this model's shape: the bytes each split moves per
-// token per layer (f32 activations), the transport measured here (under mpirun -np N; null
-// outside a job) and the communication time per decode token (batch 1) they predict, here and on
-// two reference clusters whose latency and bandwidth are assumed, not measured.
-nlohmann::json parallel_cost_model(const model::ModelConfig& c, const TransportFigures& t) {
-  const double d = c.hidden_dim, L = c.num_layers, V = c.vocab_size;
-  const double k = c.num_experts_used;
-  // A decode token under TP over n ranks: 2 all-reduces of d floats per layer, each `latency_us`
-  // plus a ring's 2(n-1)/n of the payload at `gbs`.
-  auto tp_ms = [&](double n, double latency_us, double gbs) {
-    return 2 * L * (latency_us * 1e-6 + 2 * (n - 1) / n * 4 * d / (gbs * 1e9)) * 1e3;
+// The cost model of docs/design/parallel.md (planner/parallel_cost.h, the formulas `pagoda plan`
+// uses) for this model's shape: the bytes each split moves per token per layer (pagoda's f32
+// activations), the transport measured here (under mpirun -np N; null outside a job) and the
+// communication time of one decode token (batch 1) they predict, here and on two reference
+// clusters whose links come from the hardware table (data/hardware.json: h100-sxm's NVLink, the
+// ib-ndr400 and 100gbe networks; assumed figures, not measured).
+Result<nlohmann::json> parallel_cost_model(const model::ModelConfig& c, const TransportFigures& t) {
+  constexpr double kActivationBytes = 4;
+  // One decode token: TP's all-reduces and its logits row's all-gather; PP's stage hops.
+  auto tp_ms = [&](const planner::Interconnect& link, int32_t n) {
+    return planner::tensor_parallel_seconds(c, link, n, 1, 1, kActivationBytes) * 1e3;
   };
-  // PP over p stages: p - 1 hops of one hidden state.
-  auto pp_ms = [&](double p, double latency_us, double gbs) {
-    return (p - 1) * (latency_us * 1e-6 + 4 * d / (gbs * 1e9)) * 1e3;
+  auto pp_ms = [&](const planner::Interconnect& link, int32_t p) {
+    return planner::pipeline_hops_seconds(c, link, p, 1, kActivationBytes) * 1e3;
   };
+  const planner::CommBytes b = planner::comm_bytes(c, kActivationBytes);
   nlohmann::json j;
   j["bytes_per_token_per_layer"] = {
-      {"tensor_parallel_all_reduce_payload", 8 * d},
-      {"pipeline_parallel_per_stage_boundary", 4 * d},
-      {"expert_parallel_all_reduce_payload", 4 * d},
-      {"expert_parallel_all_to_all_times_n_minus_1_over_n", 8 * k * d}};
-  j["tensor_parallel_vocab_all_gather_bytes_per_sampled_row_times_n_minus_1_over_n"] = 4 * V;
+      {"tensor_parallel_all_reduce_payload", b.tensor_parallel_all_reduce_payload},
+      {"pipeline_parallel_per_stage_boundary", b.pipeline_stage_boundary},
+      {"expert_parallel_all_reduce_payload", b.expert_parallel_all_reduce_payload},
+      {"expert_parallel_all_to_all_times_n_minus_1_over_n", b.expert_all_to_all}};
+  j["tensor_parallel_vocab_all_gather_bytes_per_sampled_row_times_n_minus_1_over_n"] =
+      b.vocab_all_gather;
   if (t.ranks > 1) {
     j["transport"] = {{"name", t.name},
                       {"ranks", t.ranks},
                       {"all_reduce_latency_us", t.all_reduce_latency_us},
                       {"all_reduce_bandwidth_gbs", t.all_reduce_bandwidth_gbs}};
-    j["predicted_ms_per_decode_token"]["here_tensor_parallel"] =
-        tp_ms(t.ranks, t.all_reduce_latency_us, t.all_reduce_bandwidth_gbs);
-    j["predicted_ms_per_decode_token"]["here_pipeline_parallel"] =
-        pp_ms(t.ranks, t.all_reduce_latency_us, t.all_reduce_bandwidth_gbs);
+    const planner::Interconnect here{t.name, t.all_reduce_latency_us, t.all_reduce_bandwidth_gbs,
+                                     false};
+    j["predicted_ms_per_decode_token"]["here_tensor_parallel"] = tp_ms(here, t.ranks);
+    j["predicted_ms_per_decode_token"]["here_pipeline_parallel"] = pp_ms(here, t.ranks);
   } else {
     j["transport"] = nullptr;  // (run under mpirun -np N to measure it)
   }
-  // Assumed: NCCL ~10 us per small all-reduce and ~450 GB/s on NVLink inside a node, ~20 us and
-  // ~50 GB/s between nodes; MPI over 100 GbE ~40 us per message step and 12.5 GB/s.
-  j["predicted_ms_per_decode_token"]["2_nodes_x_8_gpus_nvlink_tp8_in_node"] = tp_ms(8, 10, 450);
-  j["predicted_ms_per_decode_token"]["2_nodes_x_8_gpus_nvlink_pp2_across"] = pp_ms(2, 20, 50);
-  j["predicted_ms_per_decode_token"]["4_cpu_nodes_100gbe_tp4"] = tp_ms(4, 6 * 40, 12.5);
-  j["predicted_ms_per_decode_token"]["4_cpu_nodes_100gbe_pp4"] = pp_ms(4, 40, 12.5);
+  const std::string_view table = planner::builtin_hardware_json();
+  PAGODA_ASSIGN_OR_RETURN(auto hardware, planner::parse_hardware_json(table));
+  PAGODA_ASSIGN_OR_RETURN(auto networks, planner::parse_networks_json(table));
+  const planner::HardwareSpec* gpu = planner::find_hardware(hardware, "h100-sxm");
+  const planner::Interconnect* ib = planner::find_network(networks, "ib-ndr400");
+  const planner::Interconnect* eth = planner::find_network(networks, "100gbe");
+  if (gpu == nullptr || ib == nullptr || eth == nullptr) {
+    return internal_error("the built-in hardware table lacks h100-sxm, ib-ndr400 or 100gbe");
+  }
+  auto& p = j["predicted_ms_per_decode_token"];
+  p["2_nodes_x_8_gpus_nvlink_tp8_in_node"] = tp_ms(gpu->node_link(), 8);
+  p["2_nodes_x_8_gpus_nvlink_pp2_across"] = pp_ms(*ib, 2);
+  p["4_cpu_nodes_100gbe_tp4"] = tp_ms(*eth, 4);
+  p["4_cpu_nodes_100gbe_pp4"] = pp_ms(*eth, 4);
   return j;
 }
 
@@ -302,7 +313,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
         batched.push_back({{"batch", b}, {"aggregate_tokens_per_second", median(agg)}});
       }
       out["batched_decode"] = batched;
-      out["parallel_cost_model"] = parallel_cost_model(c, transport);
+      auto cost_model = parallel_cost_model(c, transport);
+      if (!cost_model.ok()) return fail(cost_model.status().message());
+      out["parallel_cost_model"] = std::move(*cost_model);
       if (opts->json) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;

@@ -1,8 +1,13 @@
-// `pagoda plan -m MODEL_OR_CONFIG --hardware NAME[xN] --qps Q --input-len I --output-len O
-// [--p99-ttft S --p99-tpot S] [--price-per-hour P --api-price-per-1m-tokens A] [--json]`:
-// capacity and cost of serving a model (src/planner: memory fit, roofline, queueing, cost) for
-// each weight scheme and tensor-parallel size. `--hardware cpu` measures this machine (a few
-// seconds) unless `--calibration FILE` gives what `pagoda plan --calibrate FILE` measured.
+// `pagoda plan -m MODEL_OR_CONFIG --hardware NAME[xN] [--nodes M --network NET]
+// [--pipeline-parallel-size P] --qps Q --input-len I --output-len O [--p99-ttft S --p99-tpot S]
+// [--price-per-hour P --api-price-per-1m-tokens A] [--json]`: capacity and cost of serving a
+// model (src/planner: memory fit, roofline, queueing, cost) for each weight scheme and tensor- and
+// pipeline-parallel size, with the communication of the split from planner/parallel_cost.h.
+// `--hardware cpu` measures this machine (a few seconds) unless `--calibration FILE` gives what
+// `pagoda plan --calibrate FILE` measured; `mpirun -np N pagoda plan --calibrate FILE` also
+// measures the shared-memory transport between N ranks, which `--hardware cpu:N` (N ranks on one
+// machine) plans with.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -13,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands/commands.h"
+#include "pagoda/parallel.h"
 #include "planner/capacity.h"
 #include "planner/cpu_probe.h"
 #include "planner/hardware.h"
@@ -24,6 +30,8 @@ namespace {
 struct PlanArgs {
   std::string model, hardware = "h100-sxm", hardware_file, calibration, calibrate_out;
   std::string kv_cache_dtype = "f16";
+  std::string network;  // default: ib-ndr400 (GPUs), 100gbe (cpu)
+  int32_t nodes = 1, pipeline_parallel_size = 0;
   planner::Workload w;
   int32_t threads = 0;
   bool json = false;
@@ -48,8 +56,7 @@ Result<planner::HardwareSpec> resolve_hardware(const PlanArgs& a, int32_t* count
   PAGODA_ASSIGN_OR_RETURN(planner::HardwareRequest req,
                           planner::parse_hardware_request(a.hardware));
   if (req.name == "cpu") {
-    if (req.count > 1) return invalid_argument("--hardware: cpu plans one machine (no xN)");
-    *count = 1;
+    *count = std::max(1, req.count);  // ranks on one machine (make_plan checks the transport)
     if (!a.calibration.empty()) {
       PAGODA_ASSIGN_OR_RETURN(std::string text, read_small_file(a.calibration, "--calibration"));
       PAGODA_ASSIGN_OR_RETURN(auto specs, planner::parse_hardware_json(text));
@@ -81,6 +88,26 @@ Result<planner::HardwareSpec> resolve_hardware(const PlanArgs& a, int32_t* count
   return *hw;
 }
 
+// The network between nodes (only looked up when --nodes > 1): the hardware file's "networks".
+Result<planner::Interconnect> resolve_network(const PlanArgs& a, const planner::HardwareSpec& hw) {
+  if (a.nodes <= 1) return planner::Interconnect{};
+  std::string text(planner::builtin_hardware_json());
+  if (!a.hardware_file.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(text, read_small_file(a.hardware_file, "--hardware-file"));
+  }
+  PAGODA_ASSIGN_OR_RETURN(auto networks, planner::parse_networks_json(text));
+  const std::string name = !a.network.empty() ? a.network : hw.is_cpu() ? "100gbe" : "ib-ndr400";
+  const planner::Interconnect* n = planner::find_network(networks, name);
+  if (n == nullptr) {
+    std::string names;
+    for (const auto& x : networks)
+      names += (names.empty() ? "" : ", ") + x.name;
+    return not_found("--network: unknown \"{}\" (known: {})", name.substr(0, 64),
+                     names.empty() ? "none" : names);
+  }
+  return *n;
+}
+
 Result<double> kv_bytes_per_element(const std::string& name) {
   if (name == "f16" || name == "bf16") return 2.0;
   if (name == "q8_0") return 34.0 / 32.0;
@@ -95,6 +122,11 @@ nlohmann::json row_json(const planner::PlanRow& r) {
       {"quant", r.quant.name},
       {"format", r.quant.format},
       {"tp", r.tp},
+      {"pp", r.pp},
+      {"tp_link", r.tp_link},
+      {"pp_link", r.pp_link},
+      {"decode_comm_s", r.decode_comm_s},
+      {"decode_pipeline_bubble", r.decode_bubble},
       {"fits", r.fits},
       {"weight_gb_per_device", r.weight_gb_per_device},
       {"kv_bytes_per_token_per_device", r.kv_bytes_per_token},
@@ -126,6 +158,10 @@ nlohmann::json row_json(const planner::PlanRow& r) {
 
 int run_plan(const PlanArgs& a) {
   if (!a.calibrate_out.empty()) {
+    // Under mpirun every rank measures the shared-memory transport with rank 0; then rank 0
+    // alone probes the machine.
+    const TransportFigures transport = measure_transport();
+    if (parallel_rank() != 0) return 0;
     planner::CpuProbeOptions o;
     o.threads = a.threads;
     std::optional<planner::PlanModel> model;
@@ -137,6 +173,14 @@ int run_plan(const PlanArgs& a) {
     }
     auto hw = planner::probe_cpu(o);
     if (!hw.ok()) return fail(hw.status().message());
+    if (transport.ranks > 1) {
+      hw->interconnect = "shm-" + transport.name;
+      hw->allreduce_latency_us = transport.all_reduce_latency_us;
+      hw->interconnect_gbs = transport.all_reduce_bandwidth_gbs;
+      hw->max_devices = transport.ranks;
+      std::printf("%d ranks: all-reduce %.2f us, %.3g GB/s\n", transport.ranks,
+                  transport.all_reduce_latency_us, transport.all_reduce_bandwidth_gbs);
+    }
     std::ofstream out(a.calibrate_out, std::ios::binary);
     out << planner::hardware_to_json(*hw);
     if (!out) return fail("--calibrate: cannot write " + a.calibrate_out);
@@ -156,7 +200,10 @@ int run_plan(const PlanArgs& a) {
   auto kv = kv_bytes_per_element(a.kv_cache_dtype);
   if (!kv.ok()) return fail(kv.status().message());
   w.kv_bytes_per_element = *kv;
-  auto rows = planner::make_plan(*model, *hw, count, w);
+  auto network = resolve_network(a, *hw);
+  if (!network.ok()) return fail(network.status().message());
+  const planner::Cluster cluster{count, a.nodes, *network, a.pipeline_parallel_size};
+  auto rows = planner::make_plan(*model, *hw, cluster, w);
   if (!rows.ok()) return fail(rows.status().message());
 
   const auto& c = model->config;
@@ -168,6 +215,13 @@ int run_plan(const PlanArgs& a) {
                     {"head_dim", c.head_dim},        {"mla", c.mla()}};
     out["hardware"] = nlohmann::json::parse(planner::hardware_to_json(*hw));
     out["max_devices"] = count;
+    out["nodes"] = a.nodes;
+    if (a.nodes > 1) {
+      out["network"] = {{"name", network->name},
+                        {"latency_us", network->latency_us},
+                        {"bandwidth_gbs", network->bandwidth_gbs},
+                        {"ring_latency", network->ring_latency}};
+    }
     out["workload"] = {{"qps", w.qps},
                        {"input_len", w.input_len},
                        {"output_len", w.output_len},
@@ -186,18 +240,23 @@ int run_plan(const PlanArgs& a) {
   std::printf("model     %s: %.2fB params (%.2fB active), %d layers, %d KV heads x %d%s\n",
               model->name.c_str(), model->num_params() / 1e9, model->num_active_params() / 1e9,
               c.num_layers, c.num_kv_heads, c.head_dim, c.mla() ? " (MLA latent cache)" : "");
-  std::printf("hardware  %s: %s, up to %d per replica\n", hw->name.c_str(), hw->description.c_str(),
+  std::printf("hardware  %s: %s, up to %d per node", hw->name.c_str(), hw->description.c_str(),
               count);
+  if (a.nodes > 1) {
+    std::printf(", %d nodes on %s (%.3g us, %.3g GB/s)", a.nodes, network->name.c_str(),
+                network->latency_us, network->bandwidth_gbs);
+  }
+  std::printf("\n");
   std::printf("workload  %.3g QPS, %lld in + %lld out tokens\n\n", w.qps,
               static_cast<long long>(w.input_len), static_cast<long long>(w.output_len));
-  std::printf("%-5s %-3s %9s %10s %7s %10s %9s %9s %9s %6s %8s %5s %11s %9s\n", "quant", "tp",
-              "weights/d", "kv tokens", "seqs", "prefill/s", "ttft ms", "decode/s", "tpot ms",
-              "batch", "qps/repl", "devs", "$/month", "$/1M tok");
+  std::printf("%-5s %-3s %-3s %9s %10s %7s %10s %9s %9s %9s %8s %6s %8s %5s %11s %9s\n", "quant",
+              "tp", "pp", "weights/d", "kv tokens", "seqs", "prefill/s", "ttft ms", "decode/s",
+              "tpot ms", "comm ms", "batch", "qps/repl", "devs", "$/month", "$/1M tok");
   for (const auto& r : *rows) {
-    std::printf("%-5s %-3d %8.1fG %10lld %7lld %10.0f %9.1f %9.1f %9.2f ", r.quant.name.c_str(),
-                r.tp, r.weight_gb_per_device, static_cast<long long>(r.kv_tokens),
-                static_cast<long long>(r.max_seqs), r.prefill_tps, r.ttft_s * 1e3, r.decode_tps,
-                r.tpot_s * 1e3);
+    std::printf("%-5s %-3d %-3d %8.1fG %10lld %7lld %10.0f %9.1f %9.1f %9.2f %8.3f ",
+                r.quant.name.c_str(), r.tp, r.pp, r.weight_gb_per_device,
+                static_cast<long long>(r.kv_tokens), static_cast<long long>(r.max_seqs),
+                r.prefill_tps, r.ttft_s * 1e3, r.decode_tps, r.tpot_s * 1e3, r.decode_comm_s * 1e3);
     if (!r.fits) {
       std::printf("  (%s)\n", r.why_not.c_str());
     } else if (!r.meets_targets) {
@@ -231,6 +290,16 @@ void register_plan(CLI::App& app, CommandAction& action) {
                   "h200, l40s, rtx-4090 (data/hardware.json) or cpu")
       ->capture_default_str();
   cmd->add_option("--hardware-file", a->hardware_file, "Replace the built-in hardware table");
+  cmd->add_option("--nodes", a->nodes,
+                  "Nodes of --hardware joined by --network (TP inside a node, PP across)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--network", a->network,
+                  "Between nodes: ib-ndr400 (GPU default) | 100gbe (cpu default) "
+                  "(the hardware file's networks)");
+  cmd->add_option("--pipeline-parallel-size", a->pipeline_parallel_size,
+                  "Plan only this many pipeline stages (default: powers of two up to --nodes)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--calibration", a->calibration, "cpu: use this probe file, not a new probe");
   cmd->add_option("--calibrate", a->calibrate_out,
                   "Probe this machine and write the cpu entry (with -m: also the model's shapes)");

@@ -139,14 +139,20 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
   }
   ModelConfig c = full;
   if (size == 1) return c;
-  if (full.mla()) return unimplemented("tensor parallelism does not split MLA attention yet");
+  if (full.mla()) {
+    // The latent K/V (kv_lora_rank + rope dims) is shared by every head: it would be replicated on
+    // every rank and the per-head up-projections split; not done yet (docs/design/parallel.md).
+    return unimplemented(
+        "{}: tensor parallelism does not split MLA attention (multi-head latent attention, "
+        "kv_lora_rank {}) yet; run it in one process or split its layers with "
+        "--pipeline-parallel-size",
+        full.arch, full.kv_lora_rank);
+  }
+  // MoE models may mix in dense layers (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers):
+  // those split like any FFN (feed_forward_length), the MoE layers by whole experts.
+  const bool dense_ffn =
+      full.num_experts == 0 || full.leading_dense_layers > 0 || !full.dense_layers.empty();
   if (full.num_experts > 0) {
-    // Expert parallelism: whole experts by index, every layer a MoE layer.
-    for (int32_t i = 0; i < full.num_layers; ++i) {
-      if (!full.layer_has_experts(i)) {
-        return unimplemented("layer {} is dense in a MoE model: not split yet", i);
-      }
-    }
     if (full.num_experts % size != 0) {
       return invalid_argument("expert_count {} is not divisible by --tensor-parallel-size {}",
                               full.num_experts, size);
@@ -156,7 +162,8 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
           "expert_shared_feed_forward_length {} is not divisible by --tensor-parallel-size {}",
           full.shared_expert_ffn_dim, size);
     }
-  } else if (full.ffn_dim % size != 0) {
+  }
+  if (dense_ffn && full.ffn_dim % size != 0) {
     return invalid_argument("feed_forward_length {} is not divisible by --tensor-parallel-size {}",
                             full.ffn_dim, size);
   }
@@ -176,9 +183,9 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
   c.num_kv_heads = full.num_kv_heads / size;
   if (full.num_experts > 0) {
     c.shared_expert_ffn_dim = full.shared_expert_ffn_dim / size;
-  } else {
-    c.ffn_dim = full.ffn_dim / size;
+    c.expert_ffn_dim = full.expert_ffn();  // whole experts (their width no longer ffn_dim's)
   }
+  if (dense_ffn) c.ffn_dim = full.ffn_dim / size;
   return c;
 }
 

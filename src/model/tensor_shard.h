@@ -8,6 +8,8 @@
 // - output head: vocabulary rows [r*ceil(V/n), ...) (the logits are all-gathered);
 // - MoE layers (expert parallelism): whole experts by index, [r*E/n, (r+1)*E/n); the router
 //   replicated; a shared expert split like the FFN; the same all-reduce sums each token's experts;
+//   the dense layers of a MoE model (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers) split
+//   like any FFN;
 // - token embedding and norms: replicated (the embedding stays in the file mapping, where a
 //   rank touches only the rows of the tokens it looks up).
 // Row slices are views into the file mapping; column slices are copies of each row's byte range,
@@ -39,10 +41,10 @@ struct TensorShard {
 };
 
 // The config shard `rank` of `size` computes with: num_heads, num_kv_heads and ffn_dim divided
-// by size (MoE models: the shared expert's width instead of ffn_dim); everything else as `full`.
+// by size (MoE models: the shared expert's width too, expert_ffn_dim set to the whole experts'
+// width, and ffn_dim only when some layers are dense); everything else as `full`.
 // invalid_argument (naming the dimension) when the model cannot be split that way (heads, KV
-// heads, ffn or experts not divisible); unimplemented for MLA and for MoE models with dense
-// layers.
+// heads, ffn or experts not divisible); unimplemented for MLA attention (named).
 Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size);
 
 // Narrows `weights` (bound for `full`) to shard `rank` of `size` in place. The column slices

@@ -1,6 +1,6 @@
-// The plan: for each weight scheme and tensor-parallel size, whether the model fits, how many KV
-// tokens and sequences a replica holds, its prefill/decode speed (roofline.h), how many replicas
-// serve the load within the latency targets, and what that costs against an API.
+// The plan: for each weight scheme and tensor- and pipeline-parallel size, whether the model fits,
+// how many KV tokens and sequences a replica holds, its prefill/decode speed (roofline.h), how many
+// replicas serve the load within the latency targets, and what that costs against an API.
 //
 // Queueing: a replica running `batch` sequences at once is an M/M/c queue with c = batch slots
 // and service time S = TTFT0 + output_len x TPOT(batch) (Erlang C); a request waits for a slot
@@ -37,9 +37,26 @@ struct Workload {
   double max_utilization = 0.9;
 };
 
+// Where a replica's devices are: nodes of `devices_per_node` devices (GPUs on the hardware's
+// interconnect; `cpu`: ranks sharing one machine over its measured shared-memory transport)
+// joined by `network`. A replica of tp x pp devices is laid out as pagoda's ranks are (rank =
+// stage x tp + shard): its TP groups cross the network only when tp > devices_per_node, its
+// stage hops when tp x pp > devices_per_node (then every hop is costed on the network, an upper
+// bound). cpu ranks on one machine share its cores and bandwidth (DeviceSetup::ranks_per_device).
+struct Cluster {
+  int32_t devices_per_node = 1;  // the --hardware count (GPUs; cpu: ranks per machine)
+  int32_t nodes = 1;
+  Interconnect network{};              // between nodes (used when nodes > 1)
+  int32_t pipeline_parallel_size = 0;  // 0: every power of two up to `nodes`
+};
+
 struct PlanRow {
   QuantScheme quant;
   int32_t tp = 1;
+  int32_t pp = 1;
+  std::string tp_link, pp_link;  // interconnect names ("" when not split)
+  double decode_comm_s = 0;      // of one sequence's decode step (tpot_s)
+  double decode_bubble = 0;      // pipeline bubble share of that step
   bool fits = false;
   std::string why_not;  // when it does not fit
   double weight_gb_per_device = 0;
@@ -66,10 +83,13 @@ struct PlanRow {
 // Erlang C: probability that an arrival waits, c servers, offered load a = lambda / mu < c.
 double erlang_c(int64_t servers, double offered_load);
 
-// Rows for every scheme and every power-of-two tp in [1, max_tp] (max_tp: the --hardware count,
-// else the hardware's max_devices). Errors name the bad workload field.
+// Rows for every scheme, every power-of-two tp up to devices_per_node (cpu: up to all the ranks,
+// across nodes over the network) and every power-of-two pp up to `nodes` (or the one
+// pipeline_parallel_size), with
+// tp x pp at most the cluster's devices, heads divisible by tp and at least one layer per stage.
+// Errors name the bad workload or cluster field.
 Result<std::vector<PlanRow>> make_plan(const PlanModel& model, const HardwareSpec& hw,
-                                       int32_t max_tp, const Workload& w);
+                                       const Cluster& cluster, const Workload& w);
 
 constexpr double kHoursPerMonth = 730;
 

@@ -51,6 +51,13 @@ struct Reader {
     *out = s;
     return Status::ok_status();
   }
+  Status boolean(const std::string& key, bool* out) {
+    const json* v = get(key);
+    if (v == nullptr) return Status::ok_status();
+    if (!v->is_boolean()) return invalid_argument("{}: \"{}\" must be true or false", where, key);
+    *out = v->get<bool>();
+    return Status::ok_status();
+  }
   Status no_unknown_keys() {
     for (const auto& [key, value] : obj.items()) {
       if (key != "_comment" && !seen.count(key)) {
@@ -159,19 +166,67 @@ Status read_shapes(Reader& r, HardwareSpec* s) {
   return Status::ok_status();
 }
 
+// "name": a-z, 0-9, '-', '_', '.' only (names are typed on the command line).
+Status check_name(const std::string& name, const std::string& where) {
+  if (name.empty()) return invalid_argument("{}: \"name\" is required", where);
+  for (char c : name) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return invalid_argument("{}: \"name\" may hold only a-z, 0-9, '-', '_', '.'", where);
+    }
+  }
+  return Status::ok_status();
+}
+
+Status read_sources(Reader& r, std::vector<std::string>* out) {
+  const json* src = r.get("sources");
+  if (src == nullptr) return Status::ok_status();
+  if (!src->is_array() || src->size() > HardwareLimits::kMaxSources) {
+    return invalid_argument("{}: \"sources\" must be an array of at most {} strings", r.where,
+                            HardwareLimits::kMaxSources);
+  }
+  for (const json& u : *src) {
+    if (!u.is_string() ||
+        u.get_ref<const std::string&>().size() > HardwareLimits::kMaxStringBytes) {
+      return invalid_argument("{}: \"sources\" must hold strings of at most {} bytes", r.where,
+                              HardwareLimits::kMaxStringBytes);
+    }
+    out->push_back(u.get<std::string>());
+  }
+  return Status::ok_status();
+}
+
+Result<Interconnect> read_network(const json& e, size_t index) {
+  std::string where = fmt::format("networks[{}]", index);
+  if (!e.is_object()) return invalid_argument("{} must be an object", where);
+  Interconnect n;
+  Reader r{e, where, {}};
+  PAGODA_RETURN_IF_ERROR(r.string("name", &n.name));
+  PAGODA_RETURN_IF_ERROR(check_name(n.name, where));
+  r.where = where = fmt::format("network \"{}\"", n.name);
+  std::string description;
+  PAGODA_RETURN_IF_ERROR(r.string("description", &description));
+  PAGODA_RETURN_IF_ERROR(
+      r.number("latency_us", 0, HardwareLimits::kMaxLatencyUs, true, &n.latency_us));
+  PAGODA_RETURN_IF_ERROR(
+      r.number("bandwidth_gbs", 0, HardwareLimits::kMaxBandwidthGbs, true, &n.bandwidth_gbs));
+  if (n.latency_us == 0 || n.bandwidth_gbs == 0) {
+    return invalid_argument("{}: \"latency_us\" and \"bandwidth_gbs\" are required", where);
+  }
+  PAGODA_RETURN_IF_ERROR(r.boolean("ring_latency", &n.ring_latency));
+  std::vector<std::string> sources;
+  PAGODA_RETURN_IF_ERROR(read_sources(r, &sources));
+  PAGODA_RETURN_IF_ERROR(r.no_unknown_keys());
+  return n;
+}
+
 Result<HardwareSpec> read_entry(const json& e, size_t index, const HardwareSpec& defaults) {
   std::string where = fmt::format("hardware[{}]", index);
   if (!e.is_object()) return invalid_argument("{} must be an object", where);
   HardwareSpec s = defaults;
   Reader r{e, where, {}};
   PAGODA_RETURN_IF_ERROR(r.string("name", &s.name));
-  if (s.name.empty()) return invalid_argument("{}: \"name\" is required", where);
-  for (char c : s.name) {
-    if (!(std::islower(static_cast<unsigned char>(c)) ||
-          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-      return invalid_argument("{}: \"name\" may hold only a-z, 0-9, '-', '_', '.'", where);
-    }
-  }
+  PAGODA_RETURN_IF_ERROR(check_name(s.name, where));
   r.where = where = fmt::format("hardware \"{}\"", s.name);
   PAGODA_RETURN_IF_ERROR(r.string("description", &s.description));
   s.memory_gb = s.bandwidth_gbs = s.fp16_tflops = 0;
@@ -201,20 +256,7 @@ Result<HardwareSpec> read_entry(const json& e, size_t index, const HardwareSpec&
   PAGODA_RETURN_IF_ERROR(read_matmul(r, &s));
   PAGODA_RETURN_IF_ERROR(read_shapes(r, &s));
   PAGODA_RETURN_IF_ERROR(r.number("sync_us", 0, HardwareLimits::kMaxLatencyUs, false, &s.sync_us));
-  if (const json* src = r.get("sources")) {
-    if (!src->is_array() || src->size() > HardwareLimits::kMaxSources) {
-      return invalid_argument("{}: \"sources\" must be an array of at most {} strings", where,
-                              HardwareLimits::kMaxSources);
-    }
-    for (const json& u : *src) {
-      if (!u.is_string() ||
-          u.get_ref<const std::string&>().size() > HardwareLimits::kMaxStringBytes) {
-        return invalid_argument("{}: \"sources\" must hold strings of at most {} bytes", where,
-                                HardwareLimits::kMaxStringBytes);
-      }
-      s.sources.push_back(u.get<std::string>());
-    }
-  }
+  PAGODA_RETURN_IF_ERROR(read_sources(r, &s.sources));
   PAGODA_RETURN_IF_ERROR(r.no_unknown_keys());
   return s;
 }
@@ -264,6 +306,7 @@ Result<std::vector<HardwareSpec>> parse_hardware_json(std::string_view text) {
     PAGODA_RETURN_IF_ERROR(read_tunables(dr, &defaults));
     PAGODA_RETURN_IF_ERROR(dr.no_unknown_keys());
   }
+  r.get("networks");  // (parse_networks_json reads them)
   const json* list = r.get("hardware");
   if (list == nullptr || !list->is_array()) {
     return invalid_argument("hardware file: \"hardware\" must be an array");
@@ -281,6 +324,40 @@ Result<std::vector<HardwareSpec>> parse_hardware_json(std::string_view text) {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+Interconnect HardwareSpec::node_link() const {
+  return Interconnect{interconnect, allreduce_latency_us, interconnect_gbs, false};
+}
+
+Result<std::vector<Interconnect>> parse_networks_json(std::string_view text) {
+  if (text.size() > HardwareLimits::kMaxFileBytes) {
+    return invalid_argument("hardware file: larger than {} bytes", HardwareLimits::kMaxFileBytes);
+  }
+  PAGODA_ASSIGN_OR_RETURN(json root, parse_strict_json(text, "hardware file", 8));
+  if (!root.is_object()) return invalid_argument("hardware file: must be a JSON object");
+  std::vector<Interconnect> out;
+  auto it = root.find("networks");
+  if (it == root.end() || it->is_null()) return out;
+  if (!it->is_array() || it->size() > HardwareLimits::kMaxEntries) {
+    return invalid_argument("hardware file: \"networks\" must be an array of at most {} objects",
+                            HardwareLimits::kMaxEntries);
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    PAGODA_ASSIGN_OR_RETURN(Interconnect n, read_network((*it)[i], i));
+    if (find_network(out, n.name) != nullptr) {
+      return invalid_argument("hardware file: network \"{}\" is listed twice", n.name);
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+const Interconnect* find_network(const std::vector<Interconnect>& table, std::string_view name) {
+  for (const Interconnect& n : table) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
 }
 
 std::string hardware_to_json(const HardwareSpec& s) {

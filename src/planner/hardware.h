@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "planner/parallel_cost.h"
 #include "tensor/dtype.h"
 
 namespace pagoda::planner {
@@ -68,6 +69,9 @@ struct HardwareSpec {
   std::vector<std::string> sources;
 
   bool is_cpu() const { return name == "cpu"; }
+  // The link between the devices of one node (interconnect, interconnect_gbs,
+  // allreduce_latency_us; latency per whole small all-reduce).
+  Interconnect node_link() const;
   const ShapeRate* find_shape(tensor::DType dtype, int64_t rows, int64_t cols) const;
   // Bytes a device can hold for weights + KV: memory x utilization - reserved.
   double usable_bytes() const;
@@ -95,6 +99,12 @@ struct HardwareLimits {
 // (a cpu calibration file). Unknown fields are refused (typos must not silently become defaults);
 // "_comment" is allowed anywhere. Errors are invalid_argument naming the entry and field.
 Result<std::vector<HardwareSpec>> parse_hardware_json(std::string_view text);
+// The file's "networks": the links between nodes (`pagoda plan --nodes N --network NAME`), e.g.
+// {"name": "100gbe", "latency_us": 40, "bandwidth_gbs": 12.5, "ring_latency": true}. Empty when the
+// file has none (a one-entry calibration file). Errors name the entry and field.
+Result<std::vector<Interconnect>> parse_networks_json(std::string_view text);
+const Interconnect* find_network(const std::vector<Interconnect>& table, std::string_view name);
+
 // One entry as JSON (the calibration file `pagoda plan --calibrate` writes).
 std::string hardware_to_json(const HardwareSpec& spec);
 

@@ -78,12 +78,28 @@ double weight_bytes(const PlanModel& model, const QuantScheme& q) {
   return total;
 }
 
-double kv_bytes_per_token(const DeviceSetup& s) {
-  return s.model->kv_elements_per_token(s.tp) * s.kv_bytes_per_element;
+Interconnect DeviceSetup::tp_interconnect() const {
+  return tp_link.bandwidth_gbs > 0 ? tp_link : hw->node_link();
 }
 
-StepCost step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
-                   double prefill_tokens, double prefill_ctx) {
+Interconnect DeviceSetup::pp_interconnect() const {
+  return pp_link.bandwidth_gbs > 0 ? pp_link : hw->node_link();
+}
+
+double activation_bytes(const HardwareSpec& hw) {
+  return hw.is_cpu() ? 4 : 2;
+}
+
+double kv_bytes_per_token(const DeviceSetup& s) {
+  return s.model->kv_elements_per_token(s.tp) * s.kv_bytes_per_element / std::max(1, s.pp);
+}
+
+namespace {
+
+// One step of the whole model on one TP group (no pipeline): matmuls, attention, TP
+// communication and the cpu's barriers.
+StepCost group_step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
+                         double prefill_tokens, double prefill_ctx) {
   const model::ModelConfig& c = s.model->config;
   const HardwareSpec& hw = *s.hw;
   const double tokens = decode_seqs + prefill_tokens;
@@ -119,20 +135,45 @@ StepCost step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
       c.mla() ? 2.0 * c.num_layers * c.num_heads * (2.0 * c.kv_lora_rank + c.rope_dims)
               : 2.0 * c.num_layers * c.num_heads * (c.head_dim + c.value_dim());
   const double pairs = decode_seqs * decode_ctx + prefill_tokens * prefill_ctx;
-  const double kv_bytes = kv_bytes_per_token(s) * (decode_seqs * decode_ctx + prefill_tokens);
+  const double kv_bytes = s.model->kv_elements_per_token(s.tp) * s.kv_bytes_per_element *
+                          (decode_seqs * decode_ctx + prefill_tokens);
   const double attn_peak = hw.fp16_tflops * 1e12 * hw.compute_efficiency;
   cost.attention_s = std::max(kv_bytes / (hw.bandwidth_gbs * 1e9 * hw.bandwidth_efficiency),
                               per_pair * pairs / tp / attn_peak);
-  if (s.tp > 1) {
-    // Two all-reduces per layer (after attention and after the FFN) of the step's activations
-    // in 16 bits; a ring moves 2 (tp - 1) / tp of the buffer through each link.
-    const double buffer = tokens * c.hidden_dim * 2.0;
-    const double one =
-        hw.allreduce_latency_us * 1e-6 + 2.0 * (tp - 1) / tp * buffer / (hw.interconnect_gbs * 1e9);
-    cost.comm_s = 2.0 * c.num_layers * one;
-  }
+  // Two all-reduces per layer (after attention and after the FFN) and the logits' all-gather of
+  // the rows sampled (a decode token each; a prefill its last).
+  const double rows = decode_seqs + (prefill_tokens > 0 ? 1 : 0);
+  cost.comm_s =
+      tensor_parallel_seconds(c, s.tp_interconnect(), s.tp, tokens, rows, activation_bytes(hw));
+  cost.matmul_s *= s.ranks_per_device;
+  cost.attention_s *= s.ranks_per_device;
   cost.overhead_s = c.num_layers * kSyncsPerLayer * hw.sync_us * 1e-6;
   cost.seconds = cost.matmul_s + cost.attention_s + cost.comm_s + cost.overhead_s;
+  return cost;
+}
+
+}  // namespace
+
+StepCost step_cost(const DeviceSetup& s, double decode_seqs, double decode_ctx,
+                   double prefill_tokens, double prefill_ctx) {
+  if (s.pp <= 1) return group_step_cost(s, decode_seqs, decode_ctx, prefill_tokens, prefill_ctx);
+  // Pipeline: m micro-batches of 1/m of the rows each; a stage computes 1/pp of the layers of
+  // each and the step takes m + pp - 1 stage slots, plus one micro-batch's hops.
+  const double tokens = decode_seqs + prefill_tokens;
+  const int32_t m = pipeline_micro_batches(s.pp, tokens);
+  const StepCost part =
+      group_step_cost(s, decode_seqs / m, decode_ctx, prefill_tokens / m, prefill_ctx);
+  const double slots = (m + s.pp - 1.0) / s.pp;
+  const double hops = pipeline_hops_seconds(s.model->config, s.pp_interconnect(), s.pp, tokens / m,
+                                            activation_bytes(*s.hw));
+  StepCost cost;
+  cost.micro_batches = m;
+  cost.bubble = pipeline_bubble_fraction(s.pp, m);
+  cost.matmul_s = part.matmul_s * slots;
+  cost.attention_s = part.attention_s * slots;
+  cost.overhead_s = part.overhead_s * slots;
+  cost.comm_s = part.comm_s * slots + hops;
+  cost.seconds = pipeline_step_seconds(s.pp, m, part.seconds, hops);
   return cost;
 }
 

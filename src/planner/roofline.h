@@ -6,7 +6,11 @@
 // the matmul rates its probe measured per weight type (cpu_probe.h), or, for a matrix whose shape
 // and type it probed, that shape's measured time per call at the step's token count
 // (ShapeRate::seconds_at: the batch efficiency of the real kernels), plus the thread team's
-// barriers of the non-matmul ops: kSyncsPerLayer per layer x sync_us.
+// barriers of the non-matmul ops: kSyncsPerLayer per layer x sync_us. The communication of a
+// split (tensor and pipeline parallel) is parallel_cost.h's, the cost model `pagoda bench --json`
+// reports: TP's all-reduces over `tp_link`, PP's stage hops over `pp_link` and the pipeline
+// schedule of pagoda's micro-batches (each stage computes 1/pp of the layers; a step of m
+// micro-batches takes m + pp - 1 stage slots).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@
 
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
+#include "planner/parallel_cost.h"
 
 namespace pagoda::planner {
 
@@ -51,9 +56,23 @@ struct DeviceSetup {
   QuantScheme quant;
   int32_t tp = 1;
   double kv_bytes_per_element = 2;  // f16 2, q8_0 34/32, fp8 1
+  int32_t pp = 1;                   // pipeline stages, each a TP group of tp devices
+  // Ranks of the replica sharing one device's compute and bandwidth (cpu: several ranks on one
+  // machine, each with its share of the cores; 1 elsewhere). Each rank's matmuls and attention
+  // run at 1/ranks_per_device of the device's rates.
+  int32_t ranks_per_device = 1;
+  // The links TP's all-reduces and PP's hops cross (no bandwidth set: hw->node_link()).
+  Interconnect tp_link{}, pp_link{};
+
+  Interconnect tp_interconnect() const;
+  Interconnect pp_interconnect() const;
 };
 
-// KV bytes one token occupies on each device of the group.
+// Bytes per activation crossing a link: pagoda's CPU forward pass keeps f32 activations (4); GPU
+// engines all-reduce f16/bf16 (2).
+double activation_bytes(const HardwareSpec& hw);
+
+// KV bytes one token occupies on each device (its stage's layers, its KV heads).
 double kv_bytes_per_token(const DeviceSetup& s);
 
 // Barriers per layer a step pays outside the matmuls (cpu): the two norms, rope, the KV write,
@@ -61,9 +80,13 @@ double kv_bytes_per_token(const DeviceSetup& s);
 // estimate from the decoder's op sequence (src/model/blocks), not a measurement.
 constexpr double kSyncsPerLayer = 8;
 
+// Under PP each part is the step's time of that component (slots x stage share); comm_s includes
+// the stage hops; bubble is the idle share of each stage, (pp-1) / (m+pp-1).
 struct StepCost {
   double seconds = 0;
   double matmul_s = 0, attention_s = 0, comm_s = 0, overhead_s = 0;
+  int32_t micro_batches = 1;
+  double bubble = 0;
 };
 
 // One step computing `decode_seqs` sequences' next token at context `decode_ctx` plus

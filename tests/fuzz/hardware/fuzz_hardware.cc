@@ -1,7 +1,7 @@
 // libFuzzer target: the planner's hardware-table reader (data/hardware.json, --hardware-file,
-// cpu calibration files) and the --hardware argument on arbitrary bytes. Whatever it accepts
-// must hold in range (every number finite and positive where the plan divides by it) and
-// survive a write/read round trip.
+// cpu calibration files), its "networks" reader and the --hardware argument on arbitrary bytes.
+// Whatever it accepts must hold in range (every number finite and positive where the plan divides
+// by it) and survive a write/read round trip.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +13,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pagoda::planner;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   (void)parse_hardware_request(text);
+  // Networks: positive latency and bandwidth (the cost model divides by the bandwidth).
+  if (auto nets = parse_networks_json(text); nets.ok()) {
+    for (const Interconnect& n : *nets) {
+      if (!(n.latency_us > 0 && n.bandwidth_gbs > 0) || !std::isfinite(n.bandwidth_gbs)) {
+        __builtin_trap();
+      }
+      const double t = all_reduce_seconds(n, 8, 1e6) + message_seconds(n, 1e6);
+      if (!(t > 0 && std::isfinite(t))) __builtin_trap();
+    }
+  }
   auto specs = parse_hardware_json(text);
   if (!specs.ok()) return 0;
   for (const HardwareSpec& s : *specs) {

@@ -5,8 +5,16 @@
 // shard or stage for each split model rank 0 loads.
 //  1. logits: the prompt rows and the greedy continuation of the fixture prompts (p1, p2): every
 //     logit within 0.02 x the row's std of the single-process value, greedy tokens identical.
-//     -np 2: TP=2 on llama-Q8_0, qwen2-Q8_0, llama-F16 and (experts split by index) moe-Q8_0;
-//     PP=2 on llama-Q8_0, qwen2-Q8_0, moe-Q8_0. -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0.
+//     -np 2: TP=2 on llama-Q8_0 (also with a q8_0 KV cache), qwen2-Q8_0, llama-F16 and the MoE
+//     models (experts split by index): moe-Q8_0, arch/qwen2moe-Q8_0 (a shared expert with a
+//     sigmoid gate) and, when the HF fixture directories are there (argv[2], made by
+//     tools/hf_fixtures), random/qwen3moe-dense-f32 (dense layers among MoE ones); PP=2 on
+//     llama-Q8_0 (also with a q8_0 KV cache), qwen2-Q8_0, llama-Q4_K_M, moe-Q8_0,
+//     arch/qwen2moe-Q8_0 and arch/deepseek2-Q8_0 (MLA attention, a dense layer then MoE layers
+//     with shared experts; refused under TP).
+//     -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0. llama-Q4_K_M is refused at TP=2 (its
+//     128-column wo shares are off the 256 block: tp_fault) and checked at PP=2.
+//     `tp_check FIXTURES HF_DIR MODEL.gguf` (by hand) checks only that model at TP=2 and PP=2.
 //  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
 //     through pagoda::Engine split (-np 2: TP=2, then PP=2 with micro-batches; -np 4: TP=2 x
 //     PP=2): token-identical to one process.
@@ -55,20 +63,22 @@ std::string layout(int32_t tp, int32_t pp) {
   return s;
 }
 
-// Rank 0: single-process vs split (tensor x pipeline layout tp x pp) logits for one model.
-void compare_logits(const std::string& dir, const std::string& name, int32_t tp, int32_t pp) {
-  const std::string path = dir + "/models/" + name + ".gguf";
+// Rank 0: single-process vs split (tensor x pipeline layout tp x pp) logits for one model (a GGUF
+// file or an HF directory), on a KV cache of `kv`.
+void compare_logits(const std::string& path, const std::string& name, int32_t tp, int32_t pp,
+                    tensor::DType kv) {
   auto whole = loader::load_model(path);
   auto split = loader::load_model(path, api::model_backend(tp, pp));
   if (!whole.ok() || !split.ok()) {
     check(false, name + ": load: " + (whole.ok() ? split : whole).status().message());
     return;
   }
-  const std::string mode = layout(tp, pp);
+  std::string mode = layout(tp, pp);
+  if (kv != tensor::DType::kF16) mode += " (KV " + std::string(tensor::dtype_name(kv)) + ")";
   for (const char* p : {"p1", "p2"}) {
     const std::string prompt = prompt_of(p);
-    auto a = diagnostics::trace_logits(*whole, prompt, 8, tensor::DType::kF16, false);
-    auto b = diagnostics::trace_logits(*split, prompt, 8, tensor::DType::kF16, false);
+    auto a = diagnostics::trace_logits(*whole, prompt, 8, kv, false);
+    auto b = diagnostics::trace_logits(*split, prompt, 8, kv, false);
     if (!a.ok() || !b.ok()) {
       check(false, name + " " + p + ": trace: " + (a.ok() ? b : a).status().message());
       continue;
@@ -173,16 +183,31 @@ void compare_engines(const Tokens& whole, const Tokens& split, const std::string
             " samples token-identical at " + mode);
 }
 
-// The loads rank 0 makes, in order: (model, tp, pp); engine runs use engine_model.
+// The loads rank 0 makes, in order: (model, tp, pp, KV type); engine runs use engine_model.
 struct Load {
+  // Under DIR/models (".gguf" added); "hf:" under the HF dir; "file:" a path.
   std::string name;
   int32_t tp, pp;
+  tensor::DType kv = tensor::DType::kF16;
 };
+
+std::string path_of(const std::string& dir, const std::string& hf_dir, const std::string& name) {
+  if (name.rfind("hf:", 0) == 0) return hf_dir + "/" + name.substr(3);
+  if (name.rfind("file:", 0) == 0) return name.substr(5);
+  return dir + "/models/" + name + ".gguf";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "../shared/fixtures";
+  // The HF fixture directories (tools/hf_fixtures/make_hf_fixtures.py; hf_golden_test makes them
+  // in the build tree): used when complete, reported when not.
+  const std::string hf_dir = argc > 2 ? argv[2] : "";
+  const bool have_hf = !hf_dir.empty() && std::filesystem::exists(hf_dir + "/.complete");
+  // One model of the caller's instead (argv[3], a GGUF path: tp_check_kquant's synthesized
+  // TinyLlama-shape Q4_K_M): its TP=2 and PP=2 logits only.
+  const std::string only = argc > 3 ? argv[3] : "";
   if (!std::filesystem::exists(dir + "/models/llama-Q8_0.gguf")) {
     std::printf("SKIP: fixtures not found at %s\n", dir.c_str());
     return finish_parallel(0);
@@ -197,11 +222,18 @@ int main(int argc, char** argv) {
   // -np 2: TP=2 (EP=2 on the MoE model), then PP=2 (2 stages of one layer each), with engine
   // runs at TP=2 and PP=2 (micro-batches). -np 4: TP=2 x PP=2, with an engine run.
   std::vector<Load> logit_loads, engine_loads;
-  if (ranks == 2) {
-    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0"})
+  if (!only.empty()) {
+    logit_loads = {{"file:" + only, 2, 1}, {"file:" + only, 1, 2}};
+  } else if (ranks == 2) {
+    for (const char* m :
+         {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0", "arch/qwen2moe-Q8_0"})
       logit_loads.push_back({m, 2, 1});
-    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "moe-Q8_0"})
+    logit_loads.push_back({"llama-Q8_0", 2, 1, tensor::DType::kQ8_0});
+    if (have_hf) logit_loads.push_back({"hf:random/qwen3moe-dense-f32", 2, 1});
+    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "llama-Q4_K_M", "moe-Q8_0",
+                          "arch/qwen2moe-Q8_0", "arch/deepseek2-Q8_0"})
       logit_loads.push_back({m, 1, 2});
+    logit_loads.push_back({"llama-Q8_0", 1, 2, tensor::DType::kQ8_0});
     engine_loads = {{engine_name, 2, 1}, {engine_name, 1, 2}};
   } else {
     for (const char* m : {"llama-Q8_0", "qwen2-Q8_0"})
@@ -212,19 +244,24 @@ int main(int argc, char** argv) {
     // One shard or stage per split model rank 0 loads, in the same order.
     for (const auto& loads : {logit_loads, engine_loads}) {
       for (const Load& l : loads) {
-        Status s =
-            run_parallel_worker(engine_config(dir + "/models/" + l.name + ".gguf", l.tp, l.pp));
+        Status s = run_parallel_worker(engine_config(path_of(dir, hf_dir, l.name), l.tp, l.pp));
         if (!s.ok()) return finish_parallel(1, s.message());
       }
     }
     return finish_parallel(0);
   }
+  if (ranks == 2 && !have_hf && only.empty()) {
+    std::printf("NOTE: no HF fixture directories at '%s': the dense + MoE TP check is left out\n",
+                hf_dir.c_str());
+  }
   for (const Load& l : logit_loads)
-    compare_logits(dir, l.name, l.tp, l.pp);
-  const std::string engine_model = dir + "/models/" + engine_name + ".gguf";
-  const Tokens whole = run_engine(engine_model, 1);
-  for (const Load& l : engine_loads)
-    compare_engines(whole, run_engine(engine_model, l.tp, l.pp), layout(l.tp, l.pp));
+    compare_logits(path_of(dir, hf_dir, l.name), l.name, l.tp, l.pp, l.kv);
+  if (!engine_loads.empty()) {
+    const std::string engine_model = dir + "/models/" + engine_name + ".gguf";
+    const Tokens whole = run_engine(engine_model, 1);
+    for (const Load& l : engine_loads)
+      compare_engines(whole, run_engine(engine_model, l.tp, l.pp), layout(l.tp, l.pp));
+  }
   std::printf("%d failure(s)\n", failures);
   return finish_parallel(failures == 0 ? 0 : 1, "tp_check failed");
 }

@@ -82,6 +82,31 @@ TEST(PlanCli, SeventyBillionNeedsSeveralGpus) {
   EXPECT_TRUE((*find_row(j, "int4", 1))["fits"].get<bool>());
 }
 
+// Two nodes of 8 H100s: rows for every tp <= 8 and pp in {1, 2}; TP=8 x PP=2 crosses the
+// InfiniBand network between its stages, and its communication is the cost model's.
+TEST(PlanCli, TensorTimesPipelineOverTwoNodes) {
+  const json j =
+      plan_json({"-m", "llama-2-70b", "--hardware", "h100-sxmx8", "--nodes", "2", "--qps", "1"});
+  EXPECT_EQ(j["nodes"], 2);
+  EXPECT_EQ(j["network"]["name"], "ib-ndr400");
+  int pp2 = 0;
+  for (const json& r : j["plans"]) {
+    EXPECT_LE(r["tp"].get<int>(), 8);
+    if (r["pp"] != 2) continue;
+    ++pp2;
+    if (r["quant"] == "f16" && r["tp"] == 8) {
+      EXPECT_EQ(r["tp_link"], "nvlink4");
+      EXPECT_EQ(r["pp_link"], "ib-ndr400");
+      EXPECT_DOUBLE_EQ(r["decode_pipeline_bubble"].get<double>(), 0.5);
+      // 160 NVLink all-reduces of one token (bf16), the logits row, one 20 us hop.
+      const double comm = 160 * (10e-6 + 2.0 * 7 / 8 * 8192 * 2 / 450e9) + 10e-6 +
+                          7.0 / 8 * 128000 / 450e9 + 20e-6 + 8192 * 2 / 50e9;
+      EXPECT_NEAR(r["decode_comm_s"].get<double>(), comm, 1e-12);
+    }
+  }
+  EXPECT_EQ(pp2, 12);  // 3 schemes x tp 1, 2, 4, 8
+}
+
 TEST(PlanCli, GgufFileRowUsesTheFilesTensorBytes) {
   const std::string model = testing::fixture("models/llama-Q4_0.gguf").string();
   PAGODA_REQUIRE_FIXTURE(model);
@@ -120,6 +145,8 @@ TEST(PlanCli, HostileInputIsAClearError) {
       {{"-m", "llama-2-7b", "--hardware", "h100-sxmx64"}, "at most 8"},
       {{"-m", "llama-2-7b", "--kv-cache-dtype", "q3"}, "--kv-cache-dtype"},
       {{"-m", "no-such-model"}, "preset"},
+      {{"-m", "llama-2-7b", "--nodes", "2", "--network", "token-ring"}, "--network: unknown"},
+      {{"-m", "llama-2-7b", "--nodes", "0"}, "--nodes"},
   };
   for (const auto& [args, expect] : cases) {
     std::vector<std::string> all = {"plan"};

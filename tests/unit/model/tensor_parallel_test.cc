@@ -109,6 +109,52 @@ TEST(TensorShard, DividesHeadsAndFfnOrRefuses) {
   EXPECT_NE(experts.status().message().find("expert_count"), std::string::npos);
 }
 
+// A MoE model with dense layers (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers): the dense
+// FFN splits by feed_forward_length, the experts stay whole (expert_ffn_dim keeps their width even
+// where it was ffn_dim's), the shared expert splits; MLA is refused naming it.
+TEST(TensorShard, MoeWithDenseLayersAndMla) {
+  ModelConfig moe = dense_config();
+  moe.num_layers = 3;
+  moe.num_experts = 4;
+  moe.num_experts_used = 2;
+  moe.shared_expert_ffn_dim = 96;
+  // All layers MoE: ffn_dim is the experts' width and stays whole.
+  auto all = shard_config(moe, 1, 2);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(all->ffn_dim, 128);
+  EXPECT_EQ(all->expert_ffn(), 128);
+  EXPECT_EQ(all->shared_expert_ffn_dim, 48);
+  // A leading dense layer of ffn 128, experts of 32.
+  moe.leading_dense_layers = 1;
+  moe.expert_ffn_dim = 32;
+  auto lead = shard_config(moe, 0, 2);
+  ASSERT_TRUE(lead.ok()) << lead.status().message();
+  EXPECT_EQ(lead->ffn_dim, 64);
+  EXPECT_EQ(lead->expert_ffn(), 32);
+  EXPECT_EQ(lead->shared_expert_ffn_dim, 48);
+  // mlp_only_layers with the experts' width taken from ffn_dim (no expert_ffn_dim).
+  moe.leading_dense_layers = 0;
+  moe.expert_ffn_dim = 0;
+  moe.dense_layers = {2};
+  auto listed = shard_config(moe, 1, 2);
+  ASSERT_TRUE(listed.ok()) << listed.status().message();
+  EXPECT_EQ(listed->ffn_dim, 64);
+  EXPECT_EQ(listed->expert_ffn(), 128);
+  moe.ffn_dim = 129;
+  moe.expert_ffn_dim = 32;
+  auto odd = shard_config(moe, 0, 2);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("feed_forward_length 129"), std::string::npos);
+  ModelConfig mla = dense_config();
+  mla.arch = "deepseek2";
+  mla.kv_lora_rank = 32;
+  auto refused = shard_config(mla, 0, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("deepseek2: tensor parallelism does not split MLA"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 // A [rows, cols] Q8_0 matrix of random values, quantised.
 std::vector<uint8_t> q8_matrix(int64_t rows, int64_t cols, std::mt19937& rng) {
   std::normal_distribution<float> d;
@@ -173,6 +219,70 @@ TEST(TensorShard, SplitsRowsAndBlockAlignedColumns) {
     for (auto [part, whole, cols] : {std::tuple{L.attn.wo, view(wo, 64, 64), 32},
                                      std::tuple{L.ffn.down, view(down, 64, 128), 64}}) {
       ASSERT_EQ(part.cols, cols);
+      std::vector<float> a(static_cast<size_t>(whole.cols)), b(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < whole.rows; ++r) {
+        kernels::dequantize_row(whole.dtype, whole.row(r), a.data(), whole.cols);
+        kernels::dequantize_row(part.dtype, part.row(r), b.data(), cols);
+        for (int32_t k = 0; k < cols; ++k)
+          ASSERT_EQ(b[static_cast<size_t>(k)], a[static_cast<size_t>(rank * cols + k)]);
+      }
+    }
+  }
+}
+
+// K-quant column shares on their 256-element super-block (TinyLlama's wo at TP=2: 1024 of 2048
+// columns): each rank's rows of wo (Q4_K) and ffn_down (Q6_K) decode to exactly those columns of
+// the whole rows.
+TEST(TensorShard, KQuantColumnsOnTheSuperBlock) {
+  ModelConfig c = dense_config();
+  c.hidden_dim = 512;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 128;  // q_dim 512: 256 columns of wo per rank
+  c.ffn_dim = 1024;  // 512 columns of ffn_down per rank
+  std::mt19937 rng(5);
+  auto matrix = [&](tensor::DType t, int64_t rows, int64_t cols) {
+    std::normal_distribution<float> d;
+    const size_t row_bytes = *tensor::row_size_bytes(t, static_cast<uint64_t>(cols));
+    std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : row)
+        v = d(rng);
+      kernels::quantize_row(t, row.data(), out.data() + static_cast<size_t>(r) * row_bytes, cols);
+    }
+    return out;
+  };
+  auto kview = [](tensor::DType t, const std::vector<uint8_t>& bytes, int64_t rows, int64_t cols) {
+    kernels::WeightView w;
+    w.dtype = t;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = *tensor::row_size_bytes(t, static_cast<uint64_t>(cols));
+    w.data = bytes.data();
+    return w;
+  };
+  using tensor::DType;
+  const auto wq = matrix(DType::kQ4_K, 512, 512), wkv = matrix(DType::kQ4_K, 256, 512);
+  const auto wo = matrix(DType::kQ4_K, 512, 512), gate = matrix(DType::kQ4_K, 1024, 512);
+  const auto down = matrix(DType::kQ6_K, 512, 1024), out = matrix(DType::kQ6_K, 11, 512);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    DecoderWeights w;
+    w.layers.resize(1);
+    DecoderLayer& L = w.layers[0];
+    L.attn.wq = kview(DType::kQ4_K, wq, 512, 512);
+    L.attn.wk = L.attn.wv = kview(DType::kQ4_K, wkv, 256, 512);
+    L.attn.wo = kview(DType::kQ4_K, wo, 512, 512);
+    L.ffn.gate = L.ffn.up = kview(DType::kQ4_K, gate, 1024, 512);
+    L.ffn.down = kview(DType::kQ6_K, down, 512, 1024);
+    w.output = kview(DType::kQ6_K, out, 11, 512);
+    auto shard = shard_decoder_weights(c, rank, 2, w);
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    for (auto [part, whole, cols] :
+         {std::tuple{L.attn.wo, kview(DType::kQ4_K, wo, 512, 512), 256},
+          std::tuple{L.ffn.down, kview(DType::kQ6_K, down, 512, 1024), 512}}) {
+      ASSERT_EQ(part.cols, cols);
+      ASSERT_EQ(part.dtype, whole.dtype);
       std::vector<float> a(static_cast<size_t>(whole.cols)), b(static_cast<size_t>(cols));
       for (int64_t r = 0; r < whole.rows; ++r) {
         kernels::dequantize_row(whole.dtype, whole.row(r), a.data(), whole.cols);

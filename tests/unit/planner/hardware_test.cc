@@ -181,5 +181,44 @@ TEST(Hardware, Request) {
   EXPECT_FALSE(parse_hardware_request("").ok());
 }
 
+// The "networks" between nodes (`pagoda plan --nodes`): read by parse_networks_json, allowed
+// (and skipped) by parse_hardware_json; hostile entries are errors naming the entry and field.
+TEST(Hardware, NetworksAreCheckedAndNamed) {
+  auto builtin = parse_networks_json(builtin_hardware_json());
+  ASSERT_TRUE(builtin.ok()) << builtin.status().message();
+  EXPECT_NE(find_network(*builtin, "100gbe"), nullptr);
+  EXPECT_NE(find_network(*builtin, "ib-ndr400"), nullptr);
+  EXPECT_EQ(find_network(*builtin, "nvlink4"), nullptr);  // a node's link, not a network
+  const std::string gpu = R"({"name": "g", "memory_gb": 1, "bandwidth_gbs": 1, "fp16_tflops": 1})";
+  auto error = [&](const std::string& networks) {
+    const std::string text = R"({"networks": )" + networks + R"(, "hardware": [)" + gpu + "]}";
+    EXPECT_TRUE(parse_hardware_json(text).ok()) << text;
+    auto r = parse_networks_json(text);
+    EXPECT_FALSE(r.ok()) << text;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(error(R"([{"name": "eth", "latency_us": 40}])").find("\"bandwidth_gbs\""),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"name": "eth", "latency_us": -1, "bandwidth_gbs": 1}])").find("latency_us"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"name": "eth", "latency_us": 1, "bandwidth_gbs": 1, "ring_latency": 1}])")
+                .find("ring_latency"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"name": "eth", "latency_us": 1, "bandwidth_gbs": 1, "mtu": 9000}])")
+                .find("unknown field \"mtu\""),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"name": "Eth!", "latency_us": 1, "bandwidth_gbs": 1}])").find("name"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"name": "e", "latency_us": 1, "bandwidth_gbs": 1},
+                      {"name": "e", "latency_us": 2, "bandwidth_gbs": 2}])")
+                .find("listed twice"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"name": "e"})").find("\"networks\" must be an array"), std::string::npos);
+  // None: an empty list (a one-entry calibration file).
+  auto none = parse_networks_json(gpu);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 }  // namespace
 }  // namespace pagoda::planner

@@ -120,7 +120,10 @@ TEST(Roofline, DecodeStepIsWeightsPlusKvOverBandwidth) {
   DeviceSetup s2 = s;
   s2.tp = 2;
   const StepCost two = step_cost(s2, 1, ctx, 0, 0);
-  EXPECT_NEAR(two.comm_s, 2 * 32 * (10e-6 + 2.0 * 1 / 2 * 4096 * 2 / 300e9), 1e-9);
+  // (and the logits row's all-gather: half of 4 x 32000 bytes through each link)
+  EXPECT_NEAR(two.comm_s,
+              2 * 32 * (10e-6 + 2.0 * 1 / 2 * 4096 * 2 / 300e9) + 10e-6 + 0.5 * 4 * 32000 / 300e9,
+              1e-9);
   EXPECT_NEAR(two.matmul_s, one.matmul_s / 2, 1e-9);
 }
 
@@ -195,7 +198,7 @@ TEST(Plan, SeventyBillionF16NeedsTwoA100s) {
   const PlanModel l70 = preset("llama-2-70b");
   Workload w;
   w.qps = 1;
-  auto rows = make_plan(l70, gpu("a100-80g"), 8, w);
+  auto rows = make_plan(l70, gpu("a100-80g"), Cluster{8}, w);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   for (const PlanRow& r : *rows) {
     if (r.quant.name != "f16") continue;
@@ -220,7 +223,7 @@ TEST(Plan, TargetsAreMetOrReported) {
   w.output_len = 128;
   w.p99_ttft_s = 0.5;
   w.p99_tpot_s = 0.05;
-  auto rows = make_plan(l7, gpu("h100-sxm"), 1, w);
+  auto rows = make_plan(l7, gpu("h100-sxm"), Cluster{1}, w);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 3u);
   for (const PlanRow& r : *rows) {
@@ -232,7 +235,7 @@ TEST(Plan, TargetsAreMetOrReported) {
   }
   // A TPOT target no step can meet.
   w.p99_tpot_s = 1e-6;
-  rows = make_plan(l7, gpu("h100-sxm"), 1, w);
+  rows = make_plan(l7, gpu("h100-sxm"), Cluster{1}, w);
   ASSERT_TRUE(rows.ok());
   for (const PlanRow& r : *rows)
     EXPECT_FALSE(r.meets_targets);
@@ -243,16 +246,16 @@ TEST(Plan, BadWorkloadsAreErrorsNamingTheField) {
   Workload w;
   w.input_len = 4000;
   w.output_len = 200;  // 4200 > 4096
-  auto rows = make_plan(l7, gpu("h100-sxm"), 1, w);
+  auto rows = make_plan(l7, gpu("h100-sxm"), Cluster{1}, w);
   ASSERT_FALSE(rows.ok());
   EXPECT_NE(rows.status().message().find("context"), std::string::npos);
   w = Workload{};
   w.qps = -1;
-  rows = make_plan(l7, gpu("h100-sxm"), 1, w);
+  rows = make_plan(l7, gpu("h100-sxm"), Cluster{1}, w);
   ASSERT_FALSE(rows.ok());
   EXPECT_NE(rows.status().message().find("--qps"), std::string::npos);
   w.qps = std::nan("");
-  EXPECT_FALSE(make_plan(l7, gpu("h100-sxm"), 1, w).ok());
+  EXPECT_FALSE(make_plan(l7, gpu("h100-sxm"), Cluster{1}, w).ok());
 }
 
 TEST(PlanModel, HostileConfigJsonIsAClearError) {
