@@ -60,6 +60,7 @@ struct BenchOpts {
   int32_t max_num_seqs = 0;
   int32_t max_num_batched_tokens = 512;
   bool no_prefix_caching = false;
+  bool keep_window_blocks = false;  // keep the blocks behind a sliding window (comparison)
   bool no_warmup = false;
   int32_t threads = 0;
   std::string kv_cache_dtype = "f16";
@@ -94,6 +95,7 @@ int run_bench(const BenchOpts& o) {
   cfg.max_num_batched_tokens = std::max(o.max_num_batched_tokens, cfg.max_num_seqs);
   cfg.max_queue = 0;
   cfg.enable_prefix_caching = !o.no_prefix_caching;
+  cfg.release_blocks_outside_window = !o.keep_window_blocks;
   cfg.warm_up = !o.no_warmup;
   cfg.num_threads = o.threads;
   cfg.speculative = o.speculative;
@@ -268,6 +270,7 @@ int run_bench(const BenchOpts& o) {
   j["kv_blocks"] = after.num_blocks;
   j["block_size"] = after.block_size;
   j["kv_mean_blocks_in_use"] = mean_blocks;
+  j["kv_peak_blocks_in_use"] = after.peak_used_blocks;
   j["kv_fill_ratio"] = fill;
   j["prefix_cache_hit_rate"] = hit_rate;
   j["preemptions"] = after.num_preemptions - before.num_preemptions;
@@ -303,8 +306,9 @@ int run_bench(const BenchOpts& o) {
               percentile(ttft, 90), percentile(ttft, 99));
   std::printf("TPOT ms           p50 %.2f  p90 %.2f  p99 %.2f\n", percentile(tpot, 50),
               percentile(tpot, 90), percentile(tpot, 99));
-  std::printf("KV cache          %lld blocks of %d; mean in use %.1f; fill ratio %.3f\n",
-              static_cast<long long>(after.num_blocks), after.block_size, mean_blocks, fill);
+  std::printf("KV cache          %lld blocks of %d; mean in use %.1f, peak %lld; fill ratio %.3f\n",
+              static_cast<long long>(after.num_blocks), after.block_size, mean_blocks,
+              static_cast<long long>(after.peak_used_blocks), fill);
   std::printf("prefix cache      hit rate %.3f (%.0f of %.0f tokens)\n", hit_rate, hits, queries);
   std::printf("preemptions       %lld\n",
               static_cast<long long>(after.num_preemptions - before.num_preemptions));
@@ -360,6 +364,9 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Disable prefix caching");
+  cmd->add_flag("--keep-window-blocks", o->keep_window_blocks,
+                "Keep the KV blocks behind a sliding window every layer uses (by default they "
+                "return to the pool while a request runs)");
   cmd->add_flag("--no-warmup", o->no_warmup,
                 "Skip the engine's warm-up forward pass (measure a cold start)");
   add_lora_options(cmd, o->lora);

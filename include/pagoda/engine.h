@@ -71,6 +71,11 @@ struct EngineConfig {
   bool clamp_max_model_len = false;
   int32_t max_queue = 1024;  // waiting requests before add_request refuses
   bool enable_prefix_caching = true;
+  // A model whose every layer attends through a sliding window (phi3, Mistral-style) gives the
+  // KV blocks behind the window back to the pool while a request runs, so it holds about
+  // window / block_size + 2 blocks (docs/design/sliding-window-kv.md). Off: every block is kept
+  // (the same outputs; for comparison). Never with a draft model (its catch-up reads the past).
+  bool release_blocks_outside_window = true;
   bool enable_chunked_prefill = true;
   int32_t num_threads = 0;  // 0: all cores
   // Ranks the model is split across by tensor parallelism (pagoda/parallel.h): 1, or the size of

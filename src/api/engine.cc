@@ -411,6 +411,11 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   cc.scheduler.kv.num_blocks = static_cast<int32_t>(num_blocks);
   cc.scheduler.kv.block_size = config.block_size;
   cc.scheduler.kv.enable_prefix_caching = config.enable_prefix_caching && !mc.encoder;
+  // Blocks behind a window every layer uses are released (the draft model's catch-up may read
+  // positions behind the target's window: not with one).
+  if (config.release_blocks_outside_window && !mc.encoder && !e->draft_.model) {
+    cc.scheduler.kv.sliding_window = mc.uniform_sliding_window();
+  }
   if (!spec.method.empty()) {
     cc.scheduler.speculative.num_speculative_tokens = spec.num_speculative_tokens;
     cc.scheduler.speculative.disable_batch_tokens = spec.disable_batch_tokens;

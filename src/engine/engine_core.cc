@@ -482,6 +482,7 @@ void EngineCore::record_step_stats() {
     const std::span<const kv::BlockId> table = kv.block_table(id);
     const int64_t computed = r->num_computed_tokens();
     for (size_t i = 0; i < table.size(); ++i) {
+      if (table[i] == kv::kNullBlockId) continue;  // released behind a sliding window
       const int64_t filled =
           std::clamp<int64_t>(computed - static_cast<int64_t>(i) * bs, 0, static_cast<int64_t>(bs));
       int32_t& f = block_fill_[static_cast<size_t>(table[i])];

@@ -70,7 +70,8 @@ Result<RequestId> Scheduler::add_request(NewRequest request) {
     return invalid_argument("prompt ({} tokens) + max_tokens ({}) exceeds max_model_len ({})",
                             num_prompt, stop.max_tokens, config_.max_model_len);
   }
-  const int64_t blocks = kv_.num_blocks_for_tokens(total);
+  // With a sliding window on every layer the sequence holds only its window's blocks.
+  const int64_t blocks = kv_.max_blocks_held(total, config_.max_num_batched_tokens);
   if (blocks > kv_.pool().num_usable_blocks()) {
     return invalid_argument(
         "prompt ({} tokens) + max_tokens ({}) needs {} KV blocks of {} tokens but the cache "

@@ -10,6 +10,17 @@ namespace pagoda::kv {
 
 namespace {
 constexpr int32_t kMaxBlockSize = 1 << 16;
+constexpr int32_t kMaxSlidingWindow = 1 << 30;
+
+// The blocks of `blocks` that are not the null block (released to a sliding window).
+std::vector<BlockId> held(std::span<const BlockId> blocks) {
+  std::vector<BlockId> out;
+  out.reserve(blocks.size());
+  for (const BlockId b : blocks) {
+    if (b != kNullBlockId) out.push_back(b);
+  }
+  return out;
+}
 }  // namespace
 
 Result<KvManager> KvManager::create(const KvManagerConfig& config) {
@@ -21,6 +32,10 @@ Result<KvManager> KvManager::create(const KvManagerConfig& config) {
     return invalid_argument("kv block_size must be in [1, {}], got {}", kMaxBlockSize,
                             config.block_size);
   }
+  if (config.sliding_window < 0 || config.sliding_window > kMaxSlidingWindow) {
+    return invalid_argument("kv sliding_window must be in [0, {}], got {}", kMaxSlidingWindow,
+                            config.sliding_window);
+  }
   return KvManager(config);
 }
 
@@ -31,6 +46,26 @@ int64_t KvManager::num_blocks_for_tokens(int64_t num_tokens) const {
   return num_tokens / config_.block_size + (num_tokens % config_.block_size != 0 ? 1 : 0);
 }
 
+int64_t KvManager::first_block_in_window(int64_t pos) const {
+  if (config_.sliding_window == 0) return 0;
+  return std::max<int64_t>(0, pos - config_.sliding_window + 1) / config_.block_size;
+}
+
+int64_t KvManager::max_blocks_held(int64_t num_tokens, int64_t max_step_tokens) const {
+  PAGODA_CHECK(max_step_tokens >= 0);
+  const int64_t all = num_blocks_for_tokens(num_tokens);
+  if (config_.sliding_window == 0) return all;
+  // A step computing [c, c + n) reads positions [c - window + 1, c + n): a span of
+  // window - 1 + n positions, which touches at most ceil(span / block_size) + 1 blocks.
+  return std::min(all, num_blocks_for_tokens(config_.sliding_window - 1 + max_step_tokens) + 1);
+}
+
+int64_t KvManager::num_held_blocks(SeqId id) const {
+  const std::span<const BlockId> table = block_table(id);
+  return static_cast<int64_t>(
+      std::count_if(table.begin(), table.end(), [](BlockId b) { return b != kNullBlockId; }));
+}
+
 PrefixHit KvManager::get_computed_blocks(const SequenceView& seq) const {
   PrefixHit hit;
   if (!config_.enable_prefix_caching || seq.token_ids.empty()) return hit;
@@ -38,15 +73,49 @@ PrefixHit KvManager::get_computed_blocks(const SequenceView& seq) const {
   // Leave at least the last token to compute: the step that computes it yields the logits.
   const int64_t max_blocks = (static_cast<int64_t>(seq.token_ids.size()) - 1) / bs;
   BlockHash parent = root_block_hash(seq.cache_salt, seq.lora_id);
+  if (config_.sliding_window == 0) {
+    for (int64_t i = 0; i < max_blocks; ++i) {
+      parent = hash_block(parent, seq.token_ids.subspan(i * bs, bs));
+      hit.block_hashes.push_back(parent);
+      const std::optional<BlockId> block = pool_.lookup(parent);
+      if (!block) break;
+      hit.blocks.push_back(*block);
+    }
+    hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
+    return hit;
+  }
+  // Sliding window: a hit of L blocks needs blocks [first_block_in_window(L * bs), L) cached
+  // (the window of the first position computed after it); the chain hash of block i commits
+  // to every token before it, so a cached block i proves the whole prefix even when earlier
+  // blocks were evicted. The longest L whose trailing run of cached blocks covers its window.
+  std::vector<BlockId> found;
+  int64_t run = 0;   // cached blocks ending at block i
+  int64_t best = 0;  // the longest valid hit, in blocks
   for (int64_t i = 0; i < max_blocks; ++i) {
     parent = hash_block(parent, seq.token_ids.subspan(i * bs, bs));
     hit.block_hashes.push_back(parent);
     const std::optional<BlockId> block = pool_.lookup(parent);
-    if (!block) break;
-    hit.blocks.push_back(*block);
+    found.push_back(block.value_or(kNullBlockId));
+    run = block ? run + 1 : 0;
+    if (run >= i + 1 - first_block_in_window((i + 1) * bs)) best = i + 1;
   }
-  hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
+  const int64_t first = first_block_in_window(best * bs);
+  hit.blocks.assign(found.begin(), found.begin() + best);
+  std::fill(hit.blocks.begin(), hit.blocks.begin() + first, kNullBlockId);
+  hit.num_tokens = best * bs;
   return hit;
+}
+
+void KvManager::release_outside_window(SeqState& state, int64_t num_computed) {
+  if (config_.sliding_window == 0) return;
+  const int64_t end =
+      std::min(first_block_in_window(num_computed), static_cast<int64_t>(state.blocks.size()));
+  for (int64_t i = state.num_released_blocks; i < end; ++i) {
+    BlockId& b = state.blocks[static_cast<size_t>(i)];
+    if (b != kNullBlockId) pool_.free(std::span<const BlockId>(&b, 1));
+    b = kNullBlockId;
+  }
+  state.num_released_blocks = std::max(state.num_released_blocks, end);
 }
 
 std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
@@ -72,6 +141,8 @@ std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
                    "allocating slots for tokens the sequence does not have");
   PAGODA_CHECK_MSG(num_blocks_for_tokens(seq.num_computed_tokens) <= num_table,
                    "block table does not cover the computed tokens");
+  // Blocks no query from position num_computed_tokens on reads go back to the pool first.
+  if (it != seqs_.end()) release_outside_window(it->second, seq.num_computed_tokens);
 
   const int64_t num_required = num_blocks_for_tokens(end + num_lookahead_tokens);
   const int64_t num_append = std::max<int64_t>(0, num_required - num_table - num_hit_blocks);
@@ -88,7 +159,7 @@ std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
   int64_t num_revived = 0;
   if (with_hit) {
     for (const BlockId b : hit->blocks)
-      num_revived += pool_.ref_count(b) == 0 ? 1 : 0;
+      num_revived += b != kNullBlockId && pool_.ref_count(b) == 0 ? 1 : 0;
   }
   const int64_t num_needed = num_append + static_cast<int64_t>(cow_indices.size());
   if (num_needed + num_revived > pool_.num_free_blocks()) return std::nullopt;
@@ -96,10 +167,11 @@ std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
   SeqState& state = seqs_[seq.id];  // creates the entry for a new sequence
   SlotAllocation out;
   if (with_hit) {
-    pool_.touch(hit->blocks);
+    pool_.touch(held(hit->blocks));
     state.blocks.assign(hit->blocks.begin(), hit->blocks.end());
     state.block_hashes.assign(hit->block_hashes.begin(), hit->block_hashes.end());
     state.num_cached_blocks = num_hit_blocks;
+    state.num_released_blocks = first_block_in_window(hit->num_tokens);
   }
   if (hit != nullptr && config_.enable_prefix_caching) {
     prefix_cache_queries_ += static_cast<int64_t>(seq.token_ids.size());
@@ -136,6 +208,7 @@ void KvManager::cache_blocks(const SequenceView& seq) {
   extend_block_hashes(state.block_hashes, seq.token_ids, config_.block_size, num_full,
                       seq.cache_salt, seq.lora_id);
   for (int64_t i = state.num_cached_blocks; i < num_full; ++i) {
+    if (state.blocks[i] == kNullBlockId) continue;        // released to the window (never computed)
     pool_.cache(state.blocks[i], state.block_hashes[i]);  // false: a duplicate stays private
   }
   state.num_cached_blocks = num_full;
@@ -144,7 +217,7 @@ void KvManager::cache_blocks(const SequenceView& seq) {
 void KvManager::free(SeqId id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
-  std::vector<BlockId>& blocks = it->second.blocks;
+  std::vector<BlockId> blocks = held(it->second.blocks);
   std::reverse(blocks.begin(), blocks.end());
   pool_.free(blocks);
   seqs_.erase(it);
@@ -157,6 +230,7 @@ void KvManager::trim(SeqId id, int64_t num_blocks) {
   SeqState& state = it->second;
   if (num_blocks >= static_cast<int64_t>(state.blocks.size())) return;
   PAGODA_CHECK_MSG(state.num_cached_blocks <= num_blocks, "trimming a prefix-cached block");
+  PAGODA_CHECK_MSG(state.num_released_blocks <= num_blocks, "trimming a released block");
   std::vector<BlockId> tail(state.blocks.begin() + num_blocks, state.blocks.end());
   std::reverse(tail.begin(), tail.end());
   pool_.free(tail);
@@ -182,7 +256,8 @@ Status KvManager::fork(const SequenceView& parent, SeqId child) {
   c.blocks.assign(p.blocks.begin(), p.blocks.begin() + num_shared);
   c.block_hashes.assign(p.block_hashes.begin(), p.block_hashes.begin() + num_full);
   c.num_cached_blocks = std::min(p.num_cached_blocks, num_full);
-  pool_.touch(c.blocks);
+  c.num_released_blocks = std::min(p.num_released_blocks, num_shared);
+  pool_.touch(held(c.blocks));
   seqs_.emplace(child, std::move(c));
   return Status();
 }
@@ -217,7 +292,17 @@ Status KvManager::check_invariants() const {
   std::vector<SeqId> last_holder(pool_.num_blocks(), 0);
   std::vector<uint8_t> seen(pool_.num_blocks(), 0);
   for (const auto& [id, state] : seqs_) {
-    for (const BlockId b : state.blocks) {
+    if (state.num_released_blocks > 0 && config_.sliding_window == 0) {
+      return internal_error("sequence {} released blocks without a sliding window", id);
+    }
+    for (size_t i = 0; i < state.blocks.size(); ++i) {
+      const BlockId b = state.blocks[i];
+      const bool released = static_cast<int64_t>(i) < state.num_released_blocks;
+      if (released != (b == kNullBlockId)) {
+        return internal_error("sequence {} entry {} is block {} but {} released", id, i, b,
+                              released ? "was" : "was not");
+      }
+      if (released) continue;
       if (b <= kNullBlockId || b >= pool_.num_blocks()) {
         return internal_error("sequence {} holds bad block id {}", id, b);
       }

@@ -8,10 +8,22 @@
 // engine publishes blocks of the step being planned; see Scheduler) ->
 // free() on finish, abort or preemption. fork() makes a child that shares the parent's blocks.
 //
+// Sliding window (KvManagerConfig::sliding_window > 0: every layer of the model attends through
+// that window, vLLM's SlidingWindowManager): a query at position p reads only positions
+// [p - window + 1, p], so once a sequence has computed c tokens no later query reads a block
+// wholly before position c - window + 1. allocate_slots() returns such blocks to the pool and
+// puts the null block in their table entries (the table keeps its length, so position p still
+// lives in entry p / block_size); a sequence holds at most ceil((window - 1 + tokens per
+// step) / block_size) + 1 blocks. A released block keeps its prefix-cache hash (it sits in the
+// free list, evictable and still hit-able), and a prefix hit needs only the blocks inside the
+// window of its first uncomputed position: earlier ones may be evicted (see
+// get_computed_blocks). docs/design/sliding-window-kv.md.
+//
 // Invariants (check_invariants() verifies them): each block's ref count equals the number of
-// block tables holding it; a table never holds a block twice nor the null block; a table covers
-// the sequence's computed tokens; only full blocks of computed (or scheduled) tokens carry
-// prefix-cache hashes.
+// block tables holding it; a table never holds a block twice; a table holds the null block only
+// in its leading entries released to the sliding window (never without a window); a table
+// covers the sequence's computed tokens; only full blocks of computed (or scheduled) tokens
+// carry prefix-cache hashes.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +43,9 @@ struct KvManagerConfig {
   int32_t num_blocks = 0;   // physical blocks, including the reserved null block 0; >= 2
   int32_t block_size = 16;  // tokens per block; 1..65536
   bool enable_prefix_caching = true;
+  // Every layer's attention window in tokens (0: full attention somewhere: nothing is released).
+  // 0..2^30.
+  int32_t sliding_window = 0;
 };
 
 // What the manager needs to know of a request; the caller owns the data (valid for the call).
@@ -43,7 +58,8 @@ struct SequenceView {
 };
 
 // The longest cached prefix of a sequence's tokens (always full blocks, never all its tokens:
-// at least the last token is left to compute so the model produces logits).
+// at least the last token is left to compute so the model produces logits). With a sliding
+// window, leading blocks no query of the sequence will read are kNullBlockId.
 struct PrefixHit {
   std::vector<BlockId> blocks;          // blocks[i] holds tokens [i*block_size, (i+1)*block_size)
   int64_t num_tokens = 0;               // blocks.size() * block_size
@@ -77,9 +93,22 @@ class KvManager {
   const BlockPool& pool() const { return pool_; }
   // Blocks needed to hold `num_tokens` tokens (ceil division).
   int64_t num_blocks_for_tokens(int64_t num_tokens) const;
+  int32_t sliding_window() const { return config_.sliding_window; }
+  // The first block a query at position `pos` reads: 0 without a sliding window, else the block
+  // of max(0, pos - window + 1).
+  int64_t first_block_in_window(int64_t pos) const;
+  // The most blocks one sequence of `num_tokens` tokens holds at once when a step computes at
+  // most `max_step_tokens` of its positions (drafts included): all of them without a window,
+  // else at most ceil((window - 1 + max_step_tokens) / block_size) + 1.
+  int64_t max_blocks_held(int64_t num_tokens, int64_t max_step_tokens) const;
+  // Blocks of the sequence's table that are not the null block (tests, stats).
+  int64_t num_held_blocks(SeqId id) const;
 
   // The cached prefix of seq.token_ids (empty when caching is off). Takes no references and
   // changes nothing: pass the result to allocate_slots() before anything else touches the pool.
+  // With a sliding window the hit is the longest run of full blocks whose window blocks (those
+  // holding positions >= hit tokens - window + 1) are all cached; the blocks before them need
+  // not be (they come back as kNullBlockId).
   PrefixHit get_computed_blocks(const SequenceView& seq) const;
 
   // Makes room for `num_new_tokens` tokens after the computed ones (plus `num_lookahead_tokens`
@@ -87,7 +116,9 @@ class KvManager {
   // has no blocks and seq.num_computed_tokens == 0), the hit blocks are taken first and the new
   // tokens start after them; the caller then sets num_computed_tokens = hit->num_tokens.
   // Writing into a block shared with another sequence (after fork) replaces it by a private
-  // copy, reported in `copies`. Returns nullopt, changing nothing, when the pool lacks blocks.
+  // copy, reported in `copies`. Returns nullopt, changing nothing, when the pool lacks blocks
+  // (except that, with a sliding window, blocks before the window of position
+  // seq.num_computed_tokens are released first, as they would be on success).
   // Precondition: start + num_new_tokens <= seq.token_ids.size().
   std::optional<SlotAllocation> allocate_slots(const SequenceView& seq, int64_t num_new_tokens,
                                                const PrefixHit* hit = nullptr,
@@ -129,7 +160,11 @@ class KvManager {
     std::vector<BlockId> blocks;
     std::vector<BlockHash> block_hashes;  // chain over the sequence's first full blocks
     int64_t num_cached_blocks = 0;        // leading blocks already offered to the cache
+    int64_t num_released_blocks = 0;      // leading entries released to the window (null)
   };
+  // Releases the blocks of `state` before the window of position `num_computed` (sliding
+  // window only).
+  void release_outside_window(SeqState& state, int64_t num_computed);
 
   explicit KvManager(const KvManagerConfig& config);
 

@@ -2,6 +2,7 @@
 // format it was read from (GGUF metadata or a Hugging Face config.json; see loader/).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -155,6 +156,17 @@ struct ModelConfig {
       default:
         return 0;
     }
+  }
+  // The window every layer attends through (the paged cache may release blocks behind it), or
+  // 0 when some layer sees the whole causal context.
+  int32_t uniform_sliding_window() const {
+    int32_t w = 0;
+    for (int32_t l = 0; l < num_layers; ++l) {
+      const int32_t lw = layer_window(l);
+      if (lw == 0) return 0;
+      w = std::max(w, lw);
+    }
+    return w;
   }
   int32_t expert_ffn() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }
   int32_t value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }

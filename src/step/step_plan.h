@@ -9,7 +9,10 @@
 //  - block_table covers every position < num_computed_tokens + token_ids.size(): position p
 //    lives in block block_table[p / block_size], slot p % block_size. Tokens before
 //    num_computed_tokens are already in the KV cache (earlier steps, prefix-cache hits or a
-//    fork parent). No table holds the null block 0.
+//    fork parent). A table holds the null block 0 only in leading entries whose positions no
+//    query of this step reads: with a sliding window on every layer (kv::KvManagerConfig::
+//    sliding_window), blocks wholly before position num_computed_tokens - window + 1 are
+//    released to the pool.
 //  - block_copies must be executed in order, before the forward pass: copy every slot of every
 //    layer from src to dst (copy-on-write of a block shared after a fork).
 //  - num_samples > 0 exactly when the chunk reaches the newest known token, i.e. the entry

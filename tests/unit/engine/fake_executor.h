@@ -8,6 +8,9 @@
 // The next token is a hash of the whole context (reference_outputs() runs the same function on
 // the true token sequence), mapped through a table of output ids (identity by default; the
 // EngineCore tests map into a tiny tokenizer's vocabulary).
+// With `window` > 0 (a sliding-window model) the next token depends only on the last `window`
+// tokens and their positions, the executor reads only those back, and a block table may hold the
+// null block only for blocks no query of the step reads.
 // Test hooks: fail a given call, throw a non-std exception, delay, or block on a gate.
 // Speculative decoding: with num_proposed_drafts > 0 it proposes drafts after every sample (the
 // true continuation with some tokens deliberately wrong, so runs are accepted, cut short and
@@ -17,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -35,28 +39,32 @@ namespace pagoda::engine::testing {
 
 inline constexpr int32_t kVocab = 64;
 
-// next token = f(context): depends on every context token and its position.
-inline TokenId next_token(std::span<const TokenId> context) {
+// next token = f(context): depends on every context token and its position (window > 0: on the
+// last `window` ones only).
+inline TokenId next_token(std::span<const TokenId> context, int32_t window = 0) {
   uint64_t h = 1469598103934665603ull;
-  for (size_t p = 0; p < context.size(); ++p) {
+  const size_t first =
+      window > 0 && context.size() > static_cast<size_t>(window) ? context.size() - window : 0;
+  for (size_t p = first; p < context.size(); ++p) {
     h = (h ^ static_cast<uint64_t>(context[p] + 1)) * 1099511628211ull;
     h ^= p;
   }
   return static_cast<TokenId>((h >> 17) % kVocab);
 }
 // Sample i of a forking step is offset so the n samples differ.
-inline TokenId sample_token(std::span<const TokenId> context, int32_t i) {
-  return static_cast<TokenId>((next_token(context) + i) % kVocab);
+inline TokenId sample_token(std::span<const TokenId> context, int32_t i, int32_t window = 0) {
+  return static_cast<TokenId>((next_token(context, window) + i) % kVocab);
 }
 
 // The reference generation of sample `index` of a request (identity table), stopping the way
 // the scheduler is specified to (EOS / stop ids once min_tokens are out, then max_tokens).
 inline std::vector<TokenId> reference_outputs(const std::vector<TokenId>& prompt,
-                                              const StopParams& stop, int32_t index) {
+                                              const StopParams& stop, int32_t index,
+                                              int32_t window = 0) {
   std::vector<TokenId> seq = prompt;
   std::vector<TokenId> out;
   while (true) {
-    const TokenId t = out.empty() ? sample_token(seq, index) : next_token(seq);
+    const TokenId t = out.empty() ? sample_token(seq, index, window) : next_token(seq, window);
     seq.push_back(t);
     out.push_back(t);
     const int n = static_cast<int>(out.size());
@@ -91,6 +99,7 @@ class FakeExecutor : public step::Executor {
   std::atomic<int64_t> throw_call{-1};  // this call throws a non-std exception
   std::atomic<int64_t> delay_us{0};
   int32_t num_proposed_drafts = 0;  // drafts proposed per sample (0: none)
+  int32_t window = 0;               // the model's sliding window on every layer (0: none)
   // Called with every plan before it runs (the Harness checks it against the scheduler).
   std::function<void(const step::StepPlan&)> on_plan;
 
@@ -148,11 +157,12 @@ class FakeExecutor : public step::Executor {
     for (const step::ScheduledRequest& s : plan.requests) {
       if (s.num_samples == 0) continue;
       const int64_t end = s.num_computed_tokens + static_cast<int64_t>(s.token_ids.size());
-      std::vector<TokenId> context;
-      for (int64_t p = 0; p < end; ++p) {
+      // The window of the step's first query on: every row below reads inside it.
+      std::vector<TokenId> context(static_cast<size_t>(end), -1);
+      for (int64_t p = first_read(s.num_computed_tokens); p < end; ++p) {
         const size_t slot = s.block_table[static_cast<size_t>(p / bs_)] * bs_ + p % bs_;
         EXPECT_EQ(positions_[slot], p) << "request " << s.id << " reads a stale slot";
-        context.push_back(tokens_[slot]);
+        context[static_cast<size_t>(p)] = tokens_[slot];
       }
       step::SampledTokens st;
       st.id = s.id;
@@ -163,7 +173,7 @@ class FakeExecutor : public step::Executor {
         const size_t known = context.size() - static_cast<size_t>(s.num_draft_tokens);
         for (size_t i = 0; i <= static_cast<size_t>(s.num_draft_tokens); ++i) {
           const TokenId t = table_[static_cast<size_t>(
-              next_token(std::span<const TokenId>(context).first(known + i)))];
+              next_token(std::span<const TokenId>(context).first(known + i), window))];
           st.token_ids.push_back(t);
           if (s.sampling->logprobs >= 0) st.logprobs.push_back(TokenLogprobs{t, -1.0f, {}});
           if (i == static_cast<size_t>(s.num_draft_tokens) || t != context[known + i]) break;
@@ -176,7 +186,7 @@ class FakeExecutor : public step::Executor {
       }
       for (int32_t i = 0; i < s.num_samples; ++i) {
         const TokenId t =
-            table_[static_cast<size_t>(sample_token(context, s.sample_index > 0 ? 0 : i))];
+            table_[static_cast<size_t>(sample_token(context, s.sample_index > 0 ? 0 : i, window))];
         st.token_ids.push_back(t);
         if (s.sampling->logprobs >= 0) st.logprobs.push_back(TokenLogprobs{t, -1.0f * (i + 1), {}});
       }
@@ -199,11 +209,16 @@ class FakeExecutor : public step::Executor {
     const int32_t k =
         1 + static_cast<int32_t>((len * 7) % static_cast<size_t>(num_proposed_drafts));
     for (int32_t i = 0; i < k; ++i) {
-      TokenId t = table_[static_cast<size_t>(next_token(context))];
+      TokenId t = table_[static_cast<size_t>(next_token(context, window))];
       if ((len * 31 + static_cast<size_t>(i) * 17) % 4 == 0) t = (t + 1) % kVocab;
       drafts.push_back(t);
       context.push_back(t);
     }
+  }
+
+  // The first position a query at `pos` reads.
+  int64_t first_read(int64_t pos) const {
+    return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
   }
 
   // The StepPlan invariants that need only the plan.
@@ -218,8 +233,12 @@ class FakeExecutor : public step::Executor {
       sum += static_cast<int64_t>(s.token_ids.size());
       const int64_t end = s.num_computed_tokens + static_cast<int64_t>(s.token_ids.size());
       EXPECT_GE(static_cast<int64_t>(s.block_table.size()) * bs_, end);
-      for (const kv::BlockId b : s.block_table)
-        EXPECT_NE(b, kv::kNullBlockId);
+      // Only blocks wholly before the first query's window may be the null block.
+      for (size_t i = static_cast<size_t>(first_read(s.num_computed_tokens) / bs_);
+           i < s.block_table.size(); ++i) {
+        EXPECT_NE(s.block_table[i], kv::kNullBlockId)
+            << "request " << s.id << " entry " << i << " at " << s.num_computed_tokens;
+      }
       if (s.is_new) {
         EXPECT_GE(static_cast<int64_t>(s.history_token_ids.size()), end);
       }

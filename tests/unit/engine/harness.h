@@ -47,6 +47,7 @@ class Harness {
   explicit Harness(const SchedulerConfig& config)
       : scheduler_(std::move(Scheduler::create(config)).value()),
         executor_(config.kv.num_blocks, config.kv.block_size) {
+    executor_.window = config.kv.sliding_window;
     executor_.on_plan = [this](const step::StepPlan& plan) {
       check_plan(plan);
       if (during_step) during_step(plan);
@@ -117,7 +118,8 @@ class Harness {
     return results_[{root, sample}];
   }
   std::vector<TokenId> expected(RequestId root, int32_t sample = 0) const {
-    return reference_outputs(prompts_.at(root), stops_.at(root), sample);
+    return reference_outputs(prompts_.at(root), stops_.at(root), sample,
+                             scheduler_.config().kv.sliding_window);
   }
   // Every finished, non-aborted sequence produced exactly the reference outputs.
   void expect_reference_outputs() {

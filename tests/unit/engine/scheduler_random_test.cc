@@ -7,6 +7,10 @@
 // The speculative variant adds drafts (the FakeExecutor proposes partly wrong continuations and
 // verifies them greedily against the KV store): outputs must still be the reference, and after
 // every step no request holds a block past its known tokens (rejected drafts rolled back).
+// The sliding-window variant gives the model a small window on every layer: blocks behind it are
+// released while requests run (the FakeExecutor reads only the window, and fails on a released
+// block a query still reads), prefix hits may skip evicted blocks before the window, and each
+// request holds no more than KvManager::max_blocks_held.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -28,9 +32,10 @@ struct Tally {
   int64_t finished = 0;
   int64_t draft_tokens = 0;
   int64_t accepted = 0;
+  int64_t released = 0;  // steps in which some running request had released blocks
 };
 
-void workout(uint32_t seed, Tally& tally, bool speculative = false) {
+void workout(uint32_t seed, Tally& tally, bool speculative = false, bool sliding = false) {
   std::mt19937 rng(seed);
   SchedulerConfig cfg;
   cfg.kv.block_size = 1 + static_cast<int32_t>(rng() % 8);
@@ -49,6 +54,7 @@ void workout(uint32_t seed, Tally& tally, bool speculative = false) {
     cfg.speculative.adaptive = rng() % 2 == 0;
     num_proposed = 1 + static_cast<int32_t>(rng() % 8);
   }
+  if (sliding) cfg.kv.sliding_window = 1 + static_cast<int32_t>(rng() % 12);
   Harness h(cfg);
   h.executor().num_proposed_drafts = num_proposed;
   Scheduler& s = h.scheduler();
@@ -138,12 +144,18 @@ void workout(uint32_t seed, Tally& tally, bool speculative = false) {
     }
     const Status st = s.check_invariants();
     ASSERT_TRUE(st.ok()) << "seed " << seed << ": " << st.to_string();
+    bool any_released = false;
     for (RequestId id : s.running_ids()) {
       const Request* req = s.find(id);
       ASSERT_LE(static_cast<int64_t>(s.kv().block_table(id).size()),
                 s.kv().num_blocks_for_tokens(req->num_tokens()))
           << "seed " << seed << ": request " << id << " keeps blocks past its tokens";
+      const int64_t held = s.kv().num_held_blocks(id);
+      any_released |= held < static_cast<int64_t>(s.kv().block_table(id).size());
+      ASSERT_LE(held, s.kv().max_blocks_held(req->num_tokens(), cfg.max_num_batched_tokens))
+          << "seed " << seed << ": request " << id << " holds blocks behind its window";
     }
+    tally.released += any_released ? 1 : 0;
     if (::testing::Test::HasFailure()) return;
   }
   ASSERT_FALSE(s.has_unfinished_requests()) << "seed " << seed << " did not drain";
@@ -195,6 +207,25 @@ TEST(SchedulerRandom, SpeculativeDraftsKeepReferenceOutputsAndRollBackTheirBlock
   std::printf("draft tokens %lld, accepted %lld, preemptions %lld, finished %lld\n",
               static_cast<long long>(tally.draft_tokens), static_cast<long long>(tally.accepted),
               static_cast<long long>(tally.preemptions), static_cast<long long>(tally.finished));
+}
+
+TEST(SchedulerRandom, SlidingWindowReleasesBlocksAndKeepsReferenceOutputs) {
+  Tally tally;
+  for (uint32_t seed = 0; seed < 300; ++seed) {
+    workout(seed, tally, /*speculative=*/seed % 2 == 1, /*sliding=*/true);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "first failing seed " << seed;
+      return;
+    }
+  }
+  EXPECT_GT(tally.released, 0);
+  EXPECT_GT(tally.preemptions, 0);
+  EXPECT_GT(tally.hits, 0);
+  EXPECT_GT(tally.copies, 0);
+  EXPECT_GT(tally.accepted, 0);
+  std::printf("steps with released blocks %lld, hit tokens %lld, preemptions %lld, copies %lld\n",
+              static_cast<long long>(tally.released), static_cast<long long>(tally.hits),
+              static_cast<long long>(tally.preemptions), static_cast<long long>(tally.copies));
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// The scheduler over a model whose every layer attends through a sliding window (a synthetic
+// one: the FakeExecutor's next token depends on the last `window` tokens, and it reads only
+// those back from its shadow KV store, so a block released while a query still reads it
+// changes the output). A 4,096-token generation with a 512-token window and 16-token blocks
+// holds at most 512 / 16 + 2 blocks at any step, in a cache far smaller than the sequence.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "harness.h"
+
+namespace pagoda::engine {
+namespace {
+
+using testing::Harness;
+
+SchedulerConfig sliding_config(int32_t num_blocks, int32_t window) {
+  SchedulerConfig c = testing::small_config(num_blocks, 16, 64, 4);
+  c.kv.sliding_window = window;
+  return c;
+}
+
+TEST(SchedulerSlidingWindow, FourThousandTokensHoldTheWindowOfBlocks) {
+  constexpr int32_t kWindow = 512, kBlock = 16, kTokens = 4096;
+  // 48 usable blocks: the whole sequence (100 + 4096 tokens) would need 263; a step of up to 64
+  // tokens holds at most ceil((511 + 64) / 16) + 1 = 37.
+  Harness h(sliding_config(49, kWindow));
+  StopParams stop;
+  stop.ignore_eos = true;
+  const RequestId id = h.add(testing::make_prompt(100, 3), kTokens, 1, 0, stop);
+  int64_t peak = 0, peak_table = 0;
+  h.during_step = [&](const step::StepPlan& plan) {
+    peak = std::max<int64_t>(peak, h.scheduler().kv().pool().num_used_blocks());
+    for (const step::ScheduledRequest& s : plan.requests)
+      peak_table = std::max<int64_t>(peak_table, static_cast<int64_t>(s.block_table.size()));
+  };
+  h.run_to_completion();
+  EXPECT_EQ(h.result(id).outputs.size(), static_cast<size_t>(kTokens));
+  h.expect_reference_outputs();
+  EXPECT_LE(peak, kWindow / kBlock + 2);
+  EXPECT_GE(peak, kWindow / kBlock);  // the window itself spans 32 blocks
+  EXPECT_EQ(peak_table, (100 + kTokens - 1 + kBlock - 1) / kBlock);
+  std::printf("peak blocks %lld (bound %d), table length %lld\n", static_cast<long long>(peak),
+              kWindow / kBlock + 2, static_cast<long long>(peak_table));
+  h.expect_pool_idle();
+}
+
+TEST(SchedulerSlidingWindow, WithoutTheWindowTheSameRequestDoesNotFit) {
+  auto s = Scheduler::create(sliding_config(49, 0));
+  ASSERT_TRUE(s.ok());
+  NewRequest r;
+  r.prompt_token_ids = testing::make_prompt(100, 3);
+  r.stop.max_tokens = 4096;
+  const auto id = s->add_request(std::move(r));
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.status().message().find("KV blocks"), std::string::npos);
+}
+
+// Requests sharing a long prompt after the first one finished: the second hits the blocks of
+// the window (the earliest ones were released and evicted meanwhile by a third request) and
+// produces the reference outputs; prefix caching off gives the same tokens.
+TEST(SchedulerSlidingWindow, PrefixHitsAfterEvictionKeepReferenceOutputs) {
+  constexpr int32_t kWindow = 64;
+  for (const bool caching : {true, false}) {
+    SchedulerConfig cfg = sliding_config(20, kWindow);
+    cfg.kv.enable_prefix_caching = caching;
+    Harness h(cfg);
+    StopParams stop;
+    stop.ignore_eos = true;
+    const std::vector<TokenId> shared = testing::make_prompt(300, 11);
+    const RequestId a = h.add(shared, 8, 1, 0, stop);
+    h.run_to_completion();
+    const RequestId b = h.add(testing::make_prompt(200, 12), 8, 1, 0, stop);  // evicts
+    h.run_to_completion();
+    std::vector<TokenId> prompt_c = shared;
+    prompt_c.push_back(5);
+    const RequestId c = h.add(prompt_c, 40, 1, 0, stop);
+    int64_t hit = -1;
+    h.during_step = [&](const step::StepPlan& plan) {
+      for (const step::ScheduledRequest& s : plan.requests) {
+        if (s.id == c && s.is_new && hit < 0) hit = s.num_computed_tokens;
+      }
+    };
+    h.run_to_completion();
+    h.expect_reference_outputs();
+    EXPECT_EQ(h.result(a).outputs.size(), 8u);
+    EXPECT_EQ(h.result(b).outputs.size(), 8u);
+    if (caching) {
+      // 300 cached tokens: the hit stops at a block boundary with its window cached.
+      EXPECT_GE(hit, 300 - 16 + 1 - 16);
+      EXPECT_LE(hit, 300);
+    } else {
+      EXPECT_EQ(hit, 0);
+    }
+    h.expect_pool_idle();
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::engine
