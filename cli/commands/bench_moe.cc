@@ -20,7 +20,10 @@ bool is_expert_weight(std::string_view name) {
 }
 
 void ExpertReadCounter::observe(const kernels::WeightView& w, const float* /*x*/, int64_t /*m*/) {
-  if (!is_expert_weight(w.name)) return;
+  // One expert of a stacked GGUF tensor is bound without a name (model/weight_binding.cc's
+  // matrices(): ActivationStats keys its sums by name and skips unnamed weights); every other
+  // weight of a forward pass has its tensor's name.
+  if (!w.name.empty() && !is_expert_weight(w.name)) return;
   bytes_ += static_cast<uint64_t>(w.rows) * w.row_bytes;
   ++matmuls_;
 }

@@ -16,8 +16,9 @@
 
 namespace pagoda::cli {
 
-// True for an expert's matrix: a stacked GGUF tensor (blk.N.ffn_gate_exps.weight) or one expert's
-// (blk.N.ffn_up.E.weight, Hugging Face Mixtral checkpoints).
+// True for an expert's matrix name: a stacked GGUF tensor (blk.N.ffn_gate_exps.weight) or one
+// expert's (blk.N.ffn_up.E.weight, Hugging Face Mixtral checkpoints). The counter also counts
+// unnamed weights: the views of one expert in a stacked tensor carry no name.
 bool is_expert_weight(std::string_view name);
 
 class ExpertReadCounter final : public kernels::MatmulObserver {
