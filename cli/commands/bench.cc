@@ -2,7 +2,8 @@
 // for a P-token prompt, single-sequence decode tok/s, aggregate decode tok/s with B sequences
 // decoding together, the machine's read bandwidth, and decode as a percentage of the bandwidth
 // roofline (bandwidth / bytes of weights read per token). Medians over repeats; the percentage is
-// the median of each repeat's decode against the bandwidth measured just before it.
+// the median of each repeat's decode against the bandwidth measured just before it. On a MoE model,
+// the expert weights a decode step reads at each batch size (bench_moe.h).
 // `bench engine` and `bench serve` are its subcommands (bench_engine.cc, bench_serve.cc).
 #include <omp.h>
 
@@ -20,9 +21,11 @@
 
 #include "api/kv_cache_sizing.h"
 #include "backend/kv_storage.h"
+#include "cli/commands/bench_moe.h"
 #include "cli/commands/commands.h"
 #include "format/gguf_file.h"
 #include "kernels/isa.h"
+#include "kernels/matmul_observer.h"
 #include "kernels/ops.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/model_loader.h"
@@ -89,8 +92,10 @@ struct Run {
   double prefill_s = 0, decode_s = 0;
 };
 
+// `decode_observer` (optional) watches the decode steps' matmuls.
 Result<Run> run_once(model::Model& model, backend::KvStorage& kv, int32_t num_seqs,
-                     int32_t prompt_len, int32_t steps, bool flash_attention, std::mt19937& rng) {
+                     int32_t prompt_len, int32_t steps, bool flash_attention, std::mt19937& rng,
+                     kernels::MatmulObserver* decode_observer = nullptr) {
   const auto& c = model.config();
   const int32_t bs = kv.block_size();
   const int32_t max_len = prompt_len + steps;
@@ -124,6 +129,7 @@ Result<Run> run_once(model::Model& model, backend::KvStorage& kv, int32_t num_se
   std::vector<model::SequenceSlice> slices(tokens.size());
   std::iota(rows.begin(), rows.end(), 0);
   logits.resize(static_cast<size_t>(num_seqs) * static_cast<size_t>(c.vocab_size));
+  kernels::set_matmul_observer(decode_observer);
   const auto t0 = Clock::now();
   for (int32_t step = 0; step < steps; ++step) {
     for (int32_t s = 0; s < num_seqs; ++s) {
@@ -133,9 +139,14 @@ Result<Run> run_once(model::Model& model, backend::KvStorage& kv, int32_t num_se
     }
     model::ForwardBatch batch{tokens, positions, slices,  rows, flash_attention,
                               {},     {},        nullptr, {}};
-    PAGODA_RETURN_IF_ERROR(model.forward(batch, kv.layers(), logits.data()));
+    const Status status = model.forward(batch, kv.layers(), logits.data());
+    if (!status.ok()) {
+      kernels::set_matmul_observer(nullptr);
+      return status;
+    }
   }
   run.decode_s = seconds_since(t0);
+  kernels::set_matmul_observer(nullptr);
   return run;
 }
 
@@ -313,6 +324,18 @@ void register_bench(CLI::App& app, CommandAction& action) {
         batched.push_back({{"batch", b}, {"aggregate_tokens_per_second", median(agg)}});
       }
       out["batched_decode"] = batched;
+      // MoE: the expert weights a decode step reads at each batch size (untimed steps watched
+      // by a matmul observer; bench_moe.h).
+      nlohmann::json moe = nlohmann::json::array();
+      for (int32_t b : c.num_experts > 0 ? batches : std::vector<int32_t>{}) {
+        ExpertReadCounter counter;
+        const int32_t steps = std::min(opts->gen_len, 8);
+        auto run = run_once(m, *kv, b, std::min(opts->prompt_len, 16), steps, opts->flash_attn, rng,
+                            &counter);
+        if (!run.ok()) return fail(run.status().message());
+        moe.push_back(expert_reads(c, b, steps, counter));
+      }
+      if (c.num_experts > 0) out["moe_expert_reads"] = moe;
       auto cost_model = parallel_cost_model(c, transport);
       if (!cost_model.ok()) return fail(cost_model.status().message());
       out["parallel_cost_model"] = std::move(*cost_model);
@@ -329,6 +352,15 @@ void register_bench(CLI::App& app, CommandAction& action) {
       for (const auto& e : batched) {
         std::printf("batch %4d %.1f tok/s aggregate\n", e["batch"].get<int>(),
                     e["aggregate_tokens_per_second"].get<double>());
+      }
+      for (const auto& e : moe) {
+        std::printf(
+            "experts    batch %d: %.1f of %d experts per layer, %.1f MB of expert weights per "
+            "step (token by token %.1f MB, all experts %.1f MB)\n",
+            e["batch"].get<int>(), e["experts_run_per_layer_per_step"].get<double>(), c.num_experts,
+            e["expert_weight_bytes_per_step"].get<double>() / 1e6,
+            e["expert_weight_bytes_token_by_token"].get<double>() / 1e6,
+            e["expert_weight_bytes_all_experts"].get<double>() / 1e6);
       }
       return 0;
     };

@@ -391,4 +391,179 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for_rows(n, n, [&](int64_t i0, int64_t i1) { fn(y + i0, x + i0, i1 - i0); });
 }
 
+// Grouped matmuls (MoE experts). One region, three phases: every input's rows converted per
+// vec-dot type its jobs read (the rows of all inputs split across the threads), their grouped
+// form where the ISA has one, then kDynamicRows-row pieces of all jobs handed out in turn (job by
+// job, so the threads stream neighbouring rows of one expert's weight at a time). Each piece is the
+// job's matmul_rows over its own input, so the bits are those of one matmul per job.
+void matmul_grouped(std::span<const GroupedInput> inputs, std::span<const GroupedJob> jobs) {
+  if (jobs.empty()) return;
+  const int64_t cols = jobs[0].w->cols;
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  // One converted copy of an input's rows per vec-dot type (gate and up share theirs).
+  struct Slot {
+    int32_t input;
+    cpu::ActLayout layout;
+    size_t offset, grouped_bytes;
+    int64_t first_row;  // in the concatenation of every slot's rows (the conversion's split)
+  };
+  struct Plan {
+    size_t slot;
+    cpu::MatmulRowsFn fn;
+    int64_t first_item;  // pieces of the jobs before it
+  };
+  // Every thread of a team builds the same plan (no barrier); reused, so steady state allocates
+  // nothing. Referenced through locals: a region of the op's own reads the caller's.
+  thread_local std::vector<Slot> slots_storage;
+  thread_local std::vector<Plan> plan_storage;
+  std::vector<Slot>& slots = slots_storage;
+  std::vector<Plan>& plan = plan_storage;
+  slots.clear();
+  plan.clear();
+  int64_t work = 0, rows_total = 0, items = 0, slot_rows = 0;
+  size_t bytes = 0;
+  bool any_grouped = false;
+  for (const GroupedJob& job : jobs) {
+    const WeightView& w = *job.w;
+    check_weight(w);
+    PAGODA_CHECK(w.cols == cols && job.y != nullptr);
+    PAGODA_CHECK(job.input >= 0 && static_cast<size_t>(job.input) < inputs.size());
+    const GroupedInput& in = inputs[static_cast<size_t>(job.input)];
+    PAGODA_CHECK(in.m >= 0 && (in.m == 0 || in.x != nullptr));
+    const cpu::ActType type = cpu::act_type_for(w.dtype);
+    size_t si = slots.size();
+    while (si > 0 && !(slots[si - 1].input == job.input && slots[si - 1].layout.type == type))
+      --si;
+    if (si == 0) {
+      slots.push_back({job.input, cpu::act_layout(type, cols), 0, 0, slot_rows});
+      slot_rows += in.m;
+      si = slots.size();
+    }
+    Slot& slot = slots[si - 1];
+    if (k.group_acts_bytes != nullptr && in.m > 0)
+      slot.grouped_bytes = std::max(slot.grouped_bytes, k.group_acts_bytes(w, slot.layout, in.m));
+    cpu::MatmulRowsFn fn = k.matmul_rows(w.dtype);
+    plan.push_back({si - 1, fn != nullptr ? fn : &cpu::reference::matmul_rows, items});
+    if (in.m > 0) {
+      items += (w.rows + kDynamicRows - 1) / kDynamicRows;
+      work += w.rows * std::max<int64_t>(cols, 1) * in.m;
+      rows_total += w.rows;
+    }
+  }
+  if (items == 0) return;
+  for (Slot& slot : slots) {
+    const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
+    slot.offset = bytes;
+    bytes += static_cast<size_t>(m) * slot.layout.row_bytes + slot.grouped_bytes;
+    slot.layout.grouped = slot.grouped_bytes > 0;
+    any_grouped = any_grouped || slot.layout.grouped;
+  }
+  if (MatmulObserver* observer = matmul_observer()) {
+    team_first([&] {
+      std::vector<float> gathered;
+      for (const GroupedJob& job : jobs) {
+        const GroupedInput& in = inputs[static_cast<size_t>(job.input)];
+        if (in.m == 0) continue;
+        const float* x = in.x;
+        if (in.rows != nullptr) {
+          gathered.resize(static_cast<size_t>(in.m * cols));
+          for (int64_t i = 0; i < in.m; ++i) {
+            std::copy_n(in.x + static_cast<int64_t>(in.rows[i]) * cols, cols,
+                        gathered.data() + i * cols);
+          }
+          x = gathered.data();
+        }
+        observer->observe(*job.w, x, in.m);
+      }
+    });
+  }
+  // Rows [r0, r1) of the concatenated slots, converted.
+  const auto quantize = [&](uint8_t* acts, int64_t r0, int64_t r1) {
+    for (const Slot& slot : slots) {
+      const GroupedInput& in = inputs[static_cast<size_t>(slot.input)];
+      const int64_t a = std::max(r0, slot.first_row) - slot.first_row;
+      const int64_t b = std::min(r1, slot.first_row + in.m) - slot.first_row;
+      if (a >= b) continue;
+      const cpu::ActLayout& l = slot.layout;
+      uint8_t* dst = acts + slot.offset;
+      if (in.rows == nullptr) {
+        k.quantize_acts(l, in.x + a * cols, b - a, dst + static_cast<size_t>(a) * l.row_bytes);
+        continue;
+      }
+      for (int64_t i = a; i < b; ++i) {
+        k.quantize_acts(l, in.x + static_cast<int64_t>(in.rows[i]) * cols, 1,
+                        dst + static_cast<size_t>(i) * l.row_bytes);
+      }
+    }
+  };
+  const auto group = [&](uint8_t* acts, int part, int parts) {
+    for (const Slot& slot : slots) {
+      if (!slot.layout.grouped) continue;
+      const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
+      uint8_t* rows = acts + slot.offset;
+      k.group_acts(slot.layout, rows, m, part, parts,
+                   rows + static_cast<size_t>(m) * slot.layout.row_bytes);
+    }
+  };
+  // Piece `item` of the jobs: kDynamicRows rows of one job.
+  const auto run_item = [&](const uint8_t* acts, int64_t item) {
+    const auto it = std::upper_bound(plan.begin(), plan.end(), item,
+                                     [](int64_t i, const Plan& p) { return i < p.first_item; });
+    const size_t j = static_cast<size_t>(it - plan.begin()) - 1;
+    const Plan& p = plan[j];
+    const WeightView& w = *jobs[j].w;
+    const Slot& slot = slots[p.slot];
+    const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
+    const int64_t r0 = (item - p.first_item) * kDynamicRows;
+    p.fn(w, slot.layout, acts + slot.offset, m, nullptr, jobs[j].y, w.rows, r0,
+         std::min(w.rows, r0 + kDynamicRows));
+  };
+  const int nth = rows_total >= 16 ? threads_for(work) : 1;
+  if (nth == 1) {
+    team_detail::run_first([&] {
+      uint8_t* acts = act_buffer(bytes);
+      quantize(acts, 0, slot_rows);
+      group(acts, 0, 1);
+      for (int64_t item = 0; item < items; ++item)
+        run_item(acts, item);
+    });
+    return;
+  }
+  team_detail::run_op(nth, [&](team_detail::OpThread& t) {
+    const int n = std::min(t.size(), nth);
+    const int ith = t.rank();
+    team_detail::OpShared& shared = t.shared();
+    t.first([&] {
+      shared.buffer = act_buffer(bytes);
+      shared.counters[0].store(0, std::memory_order_relaxed);
+    });
+    t.sync();
+    uint8_t* acts = shared.buffer;
+    if (ith < n) quantize(acts, slot_rows * ith / n, slot_rows * (ith + 1) / n);
+    t.wrote_all();
+    t.sync();
+    if (any_grouped) {
+      if (ith < n) group(acts, ith, n);
+      t.wrote_all();
+      t.sync();
+    }
+    t.wrote_all();
+    if (ith >= n) return;
+    for (;;) {
+      const int64_t item = shared.counters[0].fetch_add(1, std::memory_order_relaxed);
+      if (item >= items) break;
+      run_item(acts, item);
+    }
+  });
+}
+
+void weighted_row_sum(const float* src, const int32_t* index, const float* weights, int64_t rows,
+                      int64_t k, int64_t dim, float* out) {
+  PAGODA_CHECK(rows >= 0 && k >= 0 && dim >= 0);
+  for_rows(rows, rows * (k + 1) * dim, [&](int64_t r0, int64_t r1) {
+    cpu::reference::weighted_row_sum(src, index + r0 * k, weights + r0 * k, r1 - r0, k, dim,
+                                     out + r0 * dim);
+  });
+}
+
 }  // namespace pagoda::kernels

@@ -39,6 +39,35 @@ struct MatmulJob {
 // set of barriers). precondition: all w_j->cols equal.
 void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m);
 
+// Grouped matmuls (mixture-of-experts layers: every expert's weights times the rows routed to it).
+// One input: m rows of the jobs' `cols` floats, gathered from x by index (row i is x[rows[i] *
+// cols, +cols)) or, with rows == nullptr, x's first m rows.
+struct GroupedInput {
+  const float* x = nullptr;
+  const int32_t* rows = nullptr;  // [m] or nullptr
+  int64_t m = 0;
+};
+// One weight over one input: y[inputs[input].m, w->rows] (no bias).
+struct GroupedJob {
+  const WeightView* w = nullptr;
+  int32_t input = 0;
+  float* y = nullptr;
+};
+
+// y_j = x_{input_j} · w_jᵀ for every job: the same bits as matmul(*w_j, the input's rows, m, y_j)
+// per job, in one step: each input's rows converted once per vec-dot type (all inputs' rows
+// shared out across the threads), then the threads take 64-row pieces of every job in turn, so
+// many small experts run in one parallel step with two or three barriers rather than several per
+// expert. Inputs with m = 0 cost nothing. precondition: every w_j->cols equal; 0 <= input_j <
+// inputs.size(); index rows in range.
+void matmul_grouped(std::span<const GroupedInput> inputs, std::span<const GroupedJob> jobs);
+
+// out[r, :] = Σ_{j<k} weights[r·k + j] · src[index[r·k + j], :] for r < rows, the terms added in
+// order j onto 0; an index < 0 adds nothing (MoE's combine: each token's weighted expert outputs,
+// an expert held by another rank skipped). precondition: every index < the rows of src.
+void weighted_row_sum(const float* src, const int32_t* index, const float* weights, int64_t rows,
+                      int64_t k, int64_t dim, float* out);
+
 // Embedding lookup: out[i, :] = dequantised row ids[i] of `table`, out: [n, table.cols] f32.
 // precondition: 0 <= ids[i] < table.rows (validate untrusted token ids before calling).
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out);

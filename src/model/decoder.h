@@ -11,8 +11,8 @@
 
 #include "backend/backend.h"
 #include "model/blocks/attention_block.h"
-#include "model/blocks/ffn_block.h"
 #include "model/blocks/mla_attention_block.h"
+#include "model/blocks/moe_block.h"
 #include "model/lora.h"
 #include "model/model.h"
 #include "model/tensor_source.h"

@@ -89,6 +89,58 @@ ModelShape mixtral_tiny() {
   return s;
 }
 
+// Qwen1.5-MoE-A2.7B (config.json of Qwen/Qwen1.5-MoE-A2.7B): fine-grained experts (60, top 4,
+// 1408 wide, probabilities not renormalised) and a gated shared expert 5632 wide.
+ModelShape qwen2moe_a27b() {
+  ModelShape s;
+  s.name = "qwen2moe-a2.7b";
+  s.arch = "qwen2moe";
+  s.description =
+      "Qwen1.5-MoE-A2.7B: 24 layers, hidden 2048, 16/16 heads, 60 experts top-4 of ffn 1408, "
+      "shared expert 5632, qkv biases, vocab 151936";
+  s.num_layers = 24;
+  s.hidden_dim = 2048;
+  s.num_heads = 16;
+  s.num_kv_heads = 16;
+  s.head_dim = 128;
+  s.ffn_dim = 1408;
+  s.vocab_size = 151936;
+  s.context_length = 8192;
+  s.rope_theta = 1000000.0f;
+  s.rms_norm_eps = 1e-6f;
+  s.qkv_bias = true;
+  s.num_experts = 60;
+  s.num_experts_used = 4;
+  s.shared_expert_ffn_dim = 5632;
+  return s;
+}
+
+// Qwen2-57B-A14B (config.json of Qwen/Qwen2-57B-A14B): 64 experts, top 8, 2560 wide; shared
+// expert 20480.
+ModelShape qwen2moe_57b() {
+  ModelShape s;
+  s.name = "qwen2moe-57b-a14b";
+  s.arch = "qwen2moe";
+  s.description =
+      "Qwen2-57B-A14B: 28 layers, hidden 3584, 28/4 heads, 64 experts top-8 of ffn 2560, "
+      "shared expert 20480, qkv biases, vocab 151936";
+  s.num_layers = 28;
+  s.hidden_dim = 3584;
+  s.num_heads = 28;
+  s.num_kv_heads = 4;
+  s.head_dim = 128;
+  s.ffn_dim = 2560;
+  s.vocab_size = 151936;
+  s.context_length = 32768;
+  s.rope_theta = 1000000.0f;
+  s.rms_norm_eps = 1e-6f;
+  s.qkv_bias = true;
+  s.num_experts = 64;
+  s.num_experts_used = 8;
+  s.shared_expert_ffn_dim = 20480;
+  return s;
+}
+
 // Test shapes: every feature of the big ones at a size that quantizes in milliseconds.
 ModelShape tiny() {
   ModelShape s;
@@ -148,10 +200,24 @@ ModelShape tiny_moe() {
   return s;
 }
 
-const std::array<ModelShape, 8>& shapes() {
-  static const std::array<ModelShape, 8> kShapes = {
-      tinyllama(), llama32_1b(),  qwen25_05b(), mixtral_tiny(),
-      tiny(),      tiny_llama3(), tiny_qwen2(), tiny_moe(),
+ModelShape tiny_qwen2moe() {
+  ModelShape s = tiny_qwen2();
+  s.name = "tiny-qwen2moe";
+  s.arch = "qwen2moe";
+  s.description =
+      "test shape: qwen2moe, 2 layers, hidden 384, 64 experts top-8 of ffn 64, shared expert 256";
+  s.tied_embeddings = false;
+  s.ffn_dim = 64;
+  s.num_experts = 64;
+  s.num_experts_used = 8;
+  s.shared_expert_ffn_dim = 256;
+  return s;
+}
+
+const std::array<ModelShape, 11>& shapes() {
+  static const std::array<ModelShape, 11> kShapes = {
+      tinyllama(), llama32_1b(),  qwen25_05b(), mixtral_tiny(), qwen2moe_a27b(), qwen2moe_57b(),
+      tiny(),      tiny_llama3(), tiny_qwen2(), tiny_moe(),     tiny_qwen2moe(),
   };
   return kShapes;
 }

@@ -1,7 +1,7 @@
 // ModelShape: the hyper-parameters of a real model family by name ("tinyllama-1.1b",
-// "llama3.2-1b", "qwen2.5-0.5b", "mixtral-tiny", ...), so `pagoda synth` can write a model with
-// random weights at exactly those shapes (for benchmarks and tests without downloading weights).
-// A shape is plain data; synth_model.h turns it into tensors.
+// "llama3.2-1b", "qwen2.5-0.5b", "mixtral-tiny", "qwen2moe-a2.7b", ...), so `pagoda synth` can
+// write a model with random weights at exactly those shapes (for benchmarks and tests without
+// downloading weights). A shape is plain data; synth_model.h turns it into tensors.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ struct Llama3RopeScaling {
 
 struct ModelShape {
   std::string_view name;         // what --shape accepts
-  std::string_view arch;         // GGUF general.architecture: "llama" or "qwen2"
+  std::string_view arch;         // GGUF general.architecture: "llama", "qwen2" or "qwen2moe"
   std::string_view description;  // one line for --help
   int32_t num_layers = 0;
   int32_t hidden_dim = 0;
@@ -40,6 +40,7 @@ struct ModelShape {
   bool tied_embeddings = false;
   int32_t num_experts = 0;  // 0 = dense
   int32_t num_experts_used = 0;
+  int32_t shared_expert_ffn_dim = 0;  // qwen2moe: the gated shared expert's width
   std::optional<Llama3RopeScaling> llama3_rope;
 };
 

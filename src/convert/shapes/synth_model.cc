@@ -98,6 +98,13 @@ std::vector<TensorSpec> tensor_specs(const ModelShape& s, int32_t num_layers, in
       matrix(blk(i, "ffn_gate_exps.weight"), {hidden, ffn, experts});
       matrix(blk(i, "ffn_up_exps.weight"), {hidden, ffn, experts});
       matrix(blk(i, "ffn_down_exps.weight"), {ffn, hidden, experts});
+      if (s.shared_expert_ffn_dim > 0) {  // qwen2moe's shared expert and its sigmoid gate
+        const auto shared = static_cast<uint64_t>(s.shared_expert_ffn_dim);
+        f32(blk(i, "ffn_gate_inp_shexp.weight"), hidden, Init::kMatrix);
+        matrix(blk(i, "ffn_gate_shexp.weight"), {hidden, shared});
+        matrix(blk(i, "ffn_up_shexp.weight"), {hidden, shared});
+        matrix(blk(i, "ffn_down_shexp.weight"), {shared, hidden});
+      }
     } else {
       matrix(blk(i, "ffn_gate.weight"), {hidden, ffn});
       matrix(blk(i, "ffn_up.weight"), {hidden, ffn});
@@ -248,6 +255,10 @@ Result<format::GgufWriter> build_synth_model(const ModelShape& shape, const form
   if (shape.num_experts > 0) {
     w.set(a + "expert_count", u32(shape.num_experts));
     w.set(a + "expert_used_count", u32(shape.num_experts_used));
+  }
+  if (shape.shared_expert_ffn_dim > 0) {  // as llama.cpp's converter writes qwen2moe
+    w.set(a + "expert_feed_forward_length", u32(shape.ffn_dim));
+    w.set(a + "expert_shared_feed_forward_length", u32(shape.shared_expert_ffn_dim));
   }
   for (const format::GgufKv& kv : vocab.metadata()) {
     if (kv.key.starts_with("tokenizer.")) {

@@ -4,6 +4,7 @@
 // a prefix, no hit when they do not). Speed itself is measured, never asserted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -64,6 +65,47 @@ TEST(BenchCli, EngineReportsWhatItRan) {
     }
     const double switches = j["context_switches_per_step"].get<double>();
     EXPECT_TRUE(std::isfinite(switches) && switches >= 0) << switches;
+  }
+}
+
+// On MoE models bench reports the expert weights a decode step read (counted from the matmuls):
+// one token runs exactly k experts per layer, a batch runs at most min(experts, batch x k) and at
+// least k, and the bytes are the experts run times one expert's bytes, never more than token by
+// token or all experts.
+TEST(BenchCli, MoeReportsExpertWeightsReadPerStep) {
+  struct Case {
+    const char* path;
+    int experts, used;
+  };
+  for (const Case& mc :
+       {Case{"models/moe-Q8_0.gguf", 4, 2}, Case{"models/arch/qwen2moe-Q8_0.gguf", 8, 2}}) {
+    const std::string model = testing::fixture(mc.path).string();
+    PAGODA_REQUIRE_FIXTURE(model);
+    SCOPED_TRACE(model);
+    const json j = run_json({"bench", "-m", model, "-p", "8", "-n", "4", "--batch", "1,16",
+                             "--repeats", "1", "--json"});
+    ASSERT_TRUE(j.is_object());
+    ASSERT_TRUE(j["moe_expert_reads"].is_array());
+    ASSERT_EQ(j["moe_expert_reads"].size(), 2u);
+    for (const json& e : j["moe_expert_reads"]) {
+      const int batch = e["batch"].get<int>();
+      const double runs = e["experts_run_per_layer_per_step"].get<double>();
+      const double bytes = e["expert_weight_bytes_per_step"].get<double>();
+      const double by_token = e["expert_weight_bytes_token_by_token"].get<double>();
+      const double all = e["expert_weight_bytes_all_experts"].get<double>();
+      EXPECT_EQ(e["steps"], 4);
+      if (batch == 1) {
+        EXPECT_DOUBLE_EQ(runs, mc.used);
+        EXPECT_NEAR(bytes, by_token, 1e-6 * by_token);
+      } else {
+        EXPECT_GE(runs, mc.used);
+        EXPECT_LE(runs, std::min(mc.experts, batch * mc.used));
+        EXPECT_LE(bytes, by_token * (1 + 1e-9));
+      }
+      EXPECT_GT(bytes, 0);
+      EXPECT_LE(bytes, all * (1 + 1e-9));
+      EXPECT_NEAR(bytes / all, runs / mc.experts, 1e-9);
+    }
   }
 }
 

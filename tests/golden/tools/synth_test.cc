@@ -230,7 +230,7 @@ TEST_F(SynthTest, Llama3RopeFactors) {
 }
 
 TEST_F(SynthTest, EveryTestShapeLoadsAndRuns) {
-  for (const char* shape : {"tiny", "tiny-llama3", "tiny-qwen2", "tiny-moe"}) {
+  for (const char* shape : {"tiny", "tiny-llama3", "tiny-qwen2", "tiny-moe", "tiny-qwen2moe"}) {
     SCOPED_TRACE(shape);
     auto rows = testing::prompt_logits(synth(shape, "F16", 2));
     ASSERT_TRUE(rows.ok()) << rows.status().to_string();
@@ -258,6 +258,16 @@ TEST(ModelShapes, RealShapesAsPublished) {
   EXPECT_TRUE(q->qkv_bias);
   EXPECT_TRUE(q->tied_embeddings);
   EXPECT_EQ(q->num_heads * q->head_dim, 896);
+  // Qwen1.5-MoE-A2.7B's config.json: 60 experts of 1408, top 4, shared expert 5632.
+  const auto* m = convert::find_model_shape("qwen2moe-a2.7b");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->arch, "qwen2moe");
+  EXPECT_EQ(m->num_layers, 24);
+  EXPECT_EQ(m->hidden_dim, 2048);
+  EXPECT_EQ(m->num_experts, 60);
+  EXPECT_EQ(m->num_experts_used, 4);
+  EXPECT_EQ(m->ffn_dim, 1408);
+  EXPECT_EQ(m->shared_expert_ffn_dim, 5632);
   EXPECT_EQ(convert::find_model_shape("gpt-5"), nullptr);
 }
 

@@ -7,10 +7,12 @@
 // row computed alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "isa_guard.h"
@@ -18,6 +20,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "kernels/team.h"
 #include "random_data.h"
 #include "tensor/dtype.h"
 #include "tensor/float16.h"
@@ -504,6 +507,113 @@ TEST(MatmulGroupTest, EqualsSeparateCalls) {
         matmul(*j.w, x.data(), m, alone.data(), j.bias);
         EXPECT_EQ(std::memcmp(alone.data(), j.y, alone.size() * sizeof(float)), 0)
             << isa_name(isa) << " " << tensor::dtype_name(j.w->dtype) << " m " << m;
+      }
+    }
+  }
+}
+
+// Grouped matmuls (MoE experts): inputs gathered by index or contiguous, several weights per
+// input (mixed vec-dot types), empty inputs, m from 1 to 19 (decode and batch kernels): every
+// job's output is the bits of one matmul over its gathered rows, on every ISA, packed or not,
+// with 1 to 3 threads, called alone or from a team.
+TEST(MatmulGroupedTest, EqualsOneMatmulPerJob) {
+  const int64_t cols = 256, x_rows = 23;
+  const Weight gate = make_weight(DType::kQ4_K, 70, cols, 41);
+  const Weight up = make_weight(DType::kQ6_K, 70, cols, 42);
+  const Weight e1 = make_weight(DType::kQ8_0, 130, cols, 43);
+  const Weight e2 = make_weight(DType::kF16, 17, cols, 44);
+  const Weight e3 = make_weight(DType::kQ4_0, 64, cols, 45);
+  const auto x = random_vec(static_cast<size_t>(x_rows * cols), 46);
+  // Row lists: repeats allowed across inputs (a token goes to several experts).
+  const std::vector<int32_t> rows_a = {3, 0, 22, 7,  8,  15, 2,  9,  11, 1,
+                                       4, 5, 6,  10, 12, 13, 14, 16, 17};
+  const std::vector<int32_t> rows_b = {21, 4};
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    const Packed pg = packed_of(gate.view), pu = packed_of(up.view), p1 = packed_of(e1.view),
+                 p2 = packed_of(e2.view), p3 = packed_of(e3.view);
+    for (bool packed : {false, true}) {
+      const WeightView& g = packed ? pg.view : gate.view;
+      const WeightView& u = packed ? pu.view : up.view;
+      const WeightView& w1 = packed ? p1.view : e1.view;
+      const WeightView& w2 = packed ? p2.view : e2.view;
+      const WeightView& w3 = packed ? p3.view : e3.view;
+      for (int64_t m : {1, 2, 3, 5, 19}) {
+        const std::vector<GroupedInput> inputs = {
+            {x.data(), rows_a.data(), m},  // gate and up share it
+            {x.data(), nullptr, 0},        // an expert with no tokens
+            {x.data() + 2 * cols, nullptr, std::min<int64_t>(m + 1, 20)},
+            {x.data(), rows_b.data(), 2},
+        };
+        std::vector<std::vector<float>> y(5);
+        const std::vector<std::pair<const WeightView*, int32_t>> spec = {
+            {&g, 0}, {&u, 0}, {&w1, 2}, {&w2, 1}, {&w3, 3}};
+        for (size_t j = 0; j < spec.size(); ++j) {
+          const int64_t mj = inputs[static_cast<size_t>(spec[j].second)].m;
+          y[j].assign(static_cast<size_t>(std::max<int64_t>(mj, 1) * spec[j].first->rows), NAN);
+        }
+        std::vector<GroupedJob> jobs;
+        for (size_t j = 0; j < spec.size(); ++j)
+          jobs.push_back({spec[j].first, spec[j].second, y[j].data()});
+        // The expected bits: one matmul per job over its rows gathered.
+        std::vector<std::vector<float>> expected(spec.size());
+        for (size_t j = 0; j < spec.size(); ++j) {
+          const GroupedInput& in = inputs[static_cast<size_t>(spec[j].second)];
+          std::vector<float> gathered(static_cast<size_t>(in.m * cols));
+          for (int64_t i = 0; i < in.m; ++i) {
+            const int64_t r = in.rows != nullptr ? in.rows[i] : i;
+            std::copy_n(in.x + r * cols, cols, gathered.begin() + i * cols);
+          }
+          expected[j].assign(y[j].size(), NAN);
+          matmul(*spec[j].first, gathered.data(), in.m, expected[j].data());
+        }
+        for (int threads : {1, 2, 3}) {
+          ThreadsGuard tg(threads);
+          for (bool team : {false, true}) {
+            for (auto& v : y)
+              std::fill(v.begin(), v.end(), NAN);
+            if (team) {
+              run_in_team([&] { matmul_grouped(inputs, jobs); });
+            } else {
+              matmul_grouped(inputs, jobs);
+            }
+            for (size_t j = 0; j < spec.size(); ++j) {
+              EXPECT_EQ(std::memcmp(y[j].data(), expected[j].data(), y[j].size() * sizeof(float)),
+                        0)
+                  << isa_name(isa) << " packed " << packed << " m " << m << " job " << j
+                  << " threads " << threads << " team " << team;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// MoE's combine: each row the weighted sum of its chosen source rows (index -1 skipped), against
+// the sum written out in double.
+TEST(WeightedRowSumTest, WeightedSourceRowsInOrder) {
+  const int64_t src_rows = 9, dim = 37, rows = 6, k = 3;
+  const auto src = random_vec(static_cast<size_t>(src_rows * dim), 51);
+  const auto weights = random_vec(static_cast<size_t>(rows * k), 52);
+  const std::vector<int32_t> index = {0, 4, 8, 1, -1, 2, -1, -1, -1, 3, 3, 5, 6, 7, 0, 8, 2, -1};
+  for (int threads : {1, 2, 3}) {
+    ThreadsGuard tg(threads);
+    std::vector<float> out(static_cast<size_t>(rows * dim), NAN);
+    weighted_row_sum(src.data(), index.data(), weights.data(), rows, k, dim, out.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t d = 0; d < dim; ++d) {
+        double want = 0, mag = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t i = index[static_cast<size_t>(r * k + j)];
+          if (i < 0) continue;
+          const double term = static_cast<double>(weights[static_cast<size_t>(r * k + j)]) *
+                              src[static_cast<size_t>(i * dim + d)];
+          want += term;
+          mag += std::fabs(term);
+        }
+        EXPECT_NEAR(out[static_cast<size_t>(r * dim + d)], want, 1e-6 * mag + 1e-30)
+            << "row " << r << " col " << d;
       }
     }
   }

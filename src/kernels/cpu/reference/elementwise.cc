@@ -1,6 +1,7 @@
 // Reference element-wise ops: SwiGLU's silu(gate) · up (silu from softmax_exp.h), GeGLU's
 // tanh-form gelu(gate) · up, soft-capping, max-subtracted
-// softmax (sum in double, as ggml), in-place addition, and the bandwidth probe's sum.
+// softmax (sum in double, as ggml), in-place addition, MoE's weighted row sum, and the bandwidth
+// probe's sum.
 #include <cmath>
 #include <limits>
 
@@ -56,6 +57,23 @@ void softmax(float* x, int64_t rows, int64_t dim) {
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] += x[i];
+}
+
+void weighted_row_sum(const float* src, const int32_t* index, const float* weights, int64_t rows,
+                      int64_t k, int64_t dim, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dst = out + r * dim;
+    for (int64_t d = 0; d < dim; ++d)
+      dst[d] = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t i = index[r * k + j];
+      if (i < 0) continue;
+      const float w = weights[r * k + j];
+      const float* s = src + static_cast<int64_t>(i) * dim;
+      for (int64_t d = 0; d < dim; ++d)
+        dst[d] += w * s[d];
+    }
+  }
 }
 
 uint64_t sum_u64(const uint64_t* p, size_t n) {

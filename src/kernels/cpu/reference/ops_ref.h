@@ -34,6 +34,8 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 void softcap(float* x, int64_t n, float cap);
 void softmax(float* x, int64_t rows, int64_t dim);
 void add_inplace(float* y, const float* x, int64_t n);
+void weighted_row_sum(const float* src, const int32_t* index, const float* weights, int64_t rows,
+                      int64_t k, int64_t dim, float* out);
 // The sum of p[0, n) mod 2^64 (the bandwidth probe's read loop).
 uint64_t sum_u64(const uint64_t* p, size_t n);
 
