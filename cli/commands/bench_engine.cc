@@ -9,6 +9,10 @@
 // ratio live tokens / (blocks in use x block size)), prefix-cache hit rate, preemptions, and the
 // process's context switches per engine step (a handful when the compute threads spin between
 // parallel regions as they should; hundreds when they sleep and wake in every region).
+// With --lora NAME=PATH ... request i runs adapter i mod their count; --lora-compare N then runs
+// N rounds of the load without adapters and with them (ABBA order; each round's prompts fresh,
+// the same for both of its runs, which never share prefix-cache blocks) on one engine and
+// reports each round's output tok/s and the median ratio with / without (the LoRA overhead).
 // --json-schema FILE constrains every request to that schema (structured output's cost at
 // batch size: compare with the same run without it; pick a schema whose text does not end
 // within output_len tokens, e.g. a long array, or the masks after its end are trivially EOS).
@@ -68,7 +72,8 @@ struct BenchOpts {
   std::string json_schema_file;
   std::string prompt_file;
   SpeculativeConfig speculative;
-  LoraOptions lora;  // with adapters, request i runs adapter i % (number of adapters)
+  LoraOptions lora;          // with adapters, request i runs adapter i % (number of adapters)
+  int32_t lora_compare = 0;  // > 0: rounds of no adapter vs adapters (needs --lora)
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
   int32_t beam_width = 0;  // > 0: the beam-search KV comparison (bench_beam.cc) instead
@@ -169,63 +174,127 @@ int run_bench(const BenchOpts& o) {
     output_lens.push_back(out_len(rng));
   }
 
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<RequestOutput> finals;
-  std::string first_error;
+  // Runs the load (every prompt, `concurrency` in flight) and returns its finished outputs.
+  struct LoadRun {
+    std::vector<RequestOutput> finals;
+    double elapsed = 0;
+    std::string error;  // the first failure
+  };
+  const auto run_load = [&](const std::vector<std::vector<int32_t>>& load_prompts,
+                            bool with_lora) -> LoadRun {
+    std::mutex mu;
+    std::condition_variable cv;
+    LoadRun run;
+    const auto start = std::chrono::steady_clock::now();
+    int32_t submitted = 0;
+    int32_t in_flight = 0;
+    while (true) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] {
+        return in_flight < o.concurrency ||
+               static_cast<int32_t>(run.finals.size()) == o.num_requests;
+      });
+      if (static_cast<int32_t>(run.finals.size()) == o.num_requests) break;
+      if (submitted == o.num_requests) {
+        cv.wait(lock, [&] { return static_cast<int32_t>(run.finals.size()) == o.num_requests; });
+        break;
+      }
+      GenerateRequest req;
+      req.request_id = "bench-" + std::to_string(submitted);
+      req.prompt_tokens = load_prompts[static_cast<size_t>(submitted)];
+      req.stop.max_tokens = output_lens[static_cast<size_t>(submitted)];
+      req.stop.ignore_eos = true;
+      req.sampling.temperature = o.temperature;
+      req.sampling.seed = o.seed + static_cast<uint64_t>(submitted);
+      req.sampling.structured = constraint;
+      // Tenant isolation as `serve --prefix-cache-isolation api-key` does it: one salt per key.
+      if (o.tenants > 1) req.cache_salt = "tenant-" + std::to_string(submitted % o.tenants);
+      if (with_lora && !cfg.lora_adapters.empty()) {
+        req.lora_name =
+            cfg.lora_adapters[static_cast<size_t>(submitted) % cfg.lora_adapters.size()].name;
+      }
+      ++submitted;
+      ++in_flight;
+      lock.unlock();
+      const Status st = engine.add_request(std::move(req), [&](RequestOutput out) {
+        if (!out.finished) return;
+        std::lock_guard<std::mutex> l(mu);
+        if (out.finish_reason == FinishReason::kError && run.error.empty()) run.error = out.error;
+        run.finals.push_back(std::move(out));
+        --in_flight;
+        cv.notify_all();
+      });
+      if (!st.ok()) {
+        engine.shutdown();  // the callbacks reference this frame
+        run.error = "add_request: " + st.message();
+        return run;
+      }
+    }
+    run.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return run;
+  };
+  if (o.lora_compare > 0) {
+    if (cfg.lora_adapters.empty()) return fail("--lora-compare needs --lora adapters");
+    std::vector<double> base_tps, lora_tps, ratios;
+    for (int32_t round = 0; round < o.lora_compare; ++round) {
+      if (round > 0 && file_prompt.empty()) {  // fresh ids after the shared prefix
+        for (std::vector<int32_t>& p : prompts) {
+          for (size_t i = prefix.size(); i < p.size(); ++i)
+            p[i] = draw();
+        }
+      }
+      double tps[2] = {0, 0};
+      for (int i = 0; i < 2; ++i) {
+        const int with = (i + round) % 2;  // ABBA order: a drifting machine load biases neither
+        const LoadRun run = run_load(prompts, with == 1);
+        if (!run.error.empty()) {
+          engine.shutdown();
+          return fail("a request failed: " + run.error);
+        }
+        int64_t tokens = 0;
+        for (const RequestOutput& f : run.finals)
+          tokens += f.usage.completion_tokens;
+        tps[with] = static_cast<double>(tokens) / std::max(run.elapsed, 1e-9);
+      }
+      base_tps.push_back(tps[0]);
+      lora_tps.push_back(tps[1]);
+      ratios.push_back(tps[1] / std::max(tps[0], 1e-9));
+      if (!o.json) {
+        std::printf("round %d: no adapter %.1f output tok/s, %zu adapters %.1f (%.3fx)\n",
+                    round + 1, tps[0], cfg.lora_adapters.size(), tps[1], ratios.back());
+      }
+    }
+    engine.shutdown();
+    const double median = percentile(ratios, 50);
+    nlohmann::ordered_json j;
+    j["model"] = info.id;
+    j["num_requests"] = o.num_requests;
+    j["concurrency"] = o.concurrency;
+    j["input_len"] = o.input_len;
+    j["output_len"] = o.output_len;
+    j["num_adapters"] = cfg.lora_adapters.size();
+    j["base_output_tokens_per_s"] = base_tps;
+    j["lora_output_tokens_per_s"] = lora_tps;
+    j["ratios"] = ratios;
+    j["median_ratio"] = median;
+    if (o.json) {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("median ratio with / without adapters: %.3fx over %d rounds\n", median,
+                  o.lora_compare);
+    }
+    return 0;
+  }
+
   const EngineStats before = engine.stats();
   const int64_t switches_before = context_switches();
-  const auto start = std::chrono::steady_clock::now();
-  int32_t submitted = 0;
-  int32_t in_flight = 0;
-  while (true) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] {
-      return in_flight < o.concurrency || static_cast<int32_t>(finals.size()) == o.num_requests;
-    });
-    if (static_cast<int32_t>(finals.size()) == o.num_requests) break;
-    if (submitted == o.num_requests) {
-      cv.wait(lock, [&] { return static_cast<int32_t>(finals.size()) == o.num_requests; });
-      break;
-    }
-    GenerateRequest req;
-    req.request_id = "bench-" + std::to_string(submitted);
-    req.prompt_tokens = prompts[static_cast<size_t>(submitted)];
-    req.stop.max_tokens = output_lens[static_cast<size_t>(submitted)];
-    req.stop.ignore_eos = true;
-    req.sampling.temperature = o.temperature;
-    req.sampling.seed = o.seed + static_cast<uint64_t>(submitted);
-    req.sampling.structured = constraint;
-    // Tenant isolation as `serve --prefix-cache-isolation api-key` does it: one salt per key.
-    if (o.tenants > 1) req.cache_salt = "tenant-" + std::to_string(submitted % o.tenants);
-    if (!cfg.lora_adapters.empty()) {
-      req.lora_name =
-          cfg.lora_adapters[static_cast<size_t>(submitted) % cfg.lora_adapters.size()].name;
-    }
-    ++submitted;
-    ++in_flight;
-    lock.unlock();
-    const Status st = engine.add_request(std::move(req), [&](RequestOutput out) {
-      if (!out.finished) return;
-      std::lock_guard<std::mutex> l(mu);
-      if (out.finish_reason == FinishReason::kError && first_error.empty()) {
-        first_error = out.error;
-      }
-      finals.push_back(std::move(out));
-      --in_flight;
-      cv.notify_all();
-    });
-    if (!st.ok()) {
-      engine.shutdown();  // the callbacks reference this frame
-      return fail("add_request: " + st.message());
-    }
-  }
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  LoadRun run = run_load(prompts, true);
+  const double elapsed = run.elapsed;
+  const std::vector<RequestOutput>& finals = run.finals;
   const EngineStats after = engine.stats();
   const int64_t switches = context_switches() - switches_before;
   engine.shutdown();
-  if (!first_error.empty()) return fail("a request failed: " + first_error);
+  if (!run.error.empty()) return fail("a request failed: " + run.error);
 
   int64_t prompt_tokens = 0, output_tokens = 0;
   std::vector<double> ttft, tpot, e2e;
@@ -370,6 +439,10 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--no-warmup", o->no_warmup,
                 "Skip the engine's warm-up forward pass (measure a cold start)");
   add_lora_options(cmd, o->lora);
+  cmd->add_option("--lora-compare", o->lora_compare,
+                  "With --lora: this many alternating rounds of the load without and with the "
+                  "adapters; prints the throughput ratio (median)")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", o->threads, "Kernel threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
   add_tensor_parallel_option(cmd, o->tensor_parallel_size);

@@ -341,6 +341,9 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
       w.set(a + "rope.scaling.yarn_beta_fast", GgufWriteValue::f32(c.rope_yarn_beta_fast));
       w.set(a + "rope.scaling.yarn_beta_slow", GgufWriteValue::f32(c.rope_yarn_beta_slow));
     }
+    if (c.rope_yarn_log_mul != 0.0f) {  // DeepSeek: 0.1 x mscale_all_dim
+      w.set(a + "rope.scaling.yarn_log_multiplier", GgufWriteValue::f32(c.rope_yarn_log_mul));
+    }
   }
   w.set(a + "attention.layer_norm_rms_epsilon", GgufWriteValue::f32(c.rms_norm_eps));
   if (c.sliding_window > 0) {  // only set for the architectures that apply it (phi3)

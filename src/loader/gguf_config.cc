@@ -29,7 +29,8 @@ Result<int32_t> get_count_or(const format::GgufFile& f, const std::string& key, 
 }
 
 // YaRN's keys (as llama.cpp reads them): original_context_length (default: context_length),
-// attn_factor (1), yarn_beta_fast / yarn_beta_slow (32 / 1); ext_factor is 1.
+// attn_factor (1), yarn_beta_fast / yarn_beta_slow (32 / 1), yarn_log_multiplier (deepseek2
+// only); ext_factor is 1.
 Status read_yarn(const format::GgufFile& f, const std::string& a, double factor, ModelConfig& c) {
   c.rope_ext_factor = 1.0f;
   c.rope_yarn_orig_ctx = c.context_length;
@@ -51,9 +52,15 @@ Status read_yarn(const format::GgufFile& f, const std::string& a, double factor,
   PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
   model::extend_yarn_context(c, factor);
   if (f.find(a + "rope.scaling.yarn_log_multiplier") != nullptr) {
-    PAGODA_ASSIGN_OR_RETURN(double mul, f.get_float(a + "rope.scaling.yarn_log_multiplier"));
-    if (mul != 0.0) {
-      return unimplemented("rope.scaling.yarn_log_multiplier {} is not supported yet", mul);
+    const std::string key = a + "rope.scaling.yarn_log_multiplier";
+    PAGODA_ASSIGN_OR_RETURN(double mul, f.get_float(key));
+    if (a == "deepseek2.") {  // DeepSeek's mscale_all_dim x 0.1 (arch/deepseek2.cc applies it)
+      if (!(mul >= 0) || mul > L::kMaxRopeScaling) {
+        return invalid_argument("{} {} is out of range [0, {}]", key, mul, L::kMaxRopeScaling);
+      }
+      c.rope_yarn_log_mul = static_cast<float>(mul);
+    } else if (mul != 0.0) {
+      return unimplemented("{} {} is not supported for {}", key, mul, a.substr(0, a.size() - 1));
     }
   }
   return Status();

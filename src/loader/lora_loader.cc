@@ -17,7 +17,6 @@ namespace pagoda::loader {
 namespace {
 
 using model::LoraAdapter;
-using model::LoraProjection;
 using model::LoraTarget;
 
 // One named A or B matrix, before conversion.
@@ -123,17 +122,17 @@ Result<std::unique_ptr<LoraAdapter>> build(
         return invalid_argument("{}: [{}, {}], the model needs [{}, {}]", raw.b.name, raw.b.rows,
                                 raw.b.cols, out, rank);
       }
-      LoraProjection& p = adapter->layers[static_cast<size_t>(l)][static_cast<size_t>(t)];
-      p.rank = rank;
-      PAGODA_ASSIGN_OR_RETURN(p.a, to_f32(raw.a));
-      PAGODA_ASSIGN_OR_RETURN(p.b, to_f32(raw.b));
+      PAGODA_ASSIGN_OR_RETURN(std::vector<float> a, to_f32(raw.a));
+      PAGODA_ASSIGN_OR_RETURN(std::vector<float> b, to_f32(raw.b));
       const float scale = static_cast<float>(cfg.scale(rank));
-      for (float& v : p.b)
+      for (float& v : b)
         v *= scale;
       if (permute_qk && (target == LoraTarget::kQ || target == LoraTarget::kK)) {
         const int64_t heads = target == LoraTarget::kQ ? c.num_heads : c.num_kv_heads;
-        p.b = permute_rows(p.b, out, rank, heads);
+        b = permute_rows(b, out, rank, heads);
       }
+      model::set_lora_projection(adapter->layers[static_cast<size_t>(l)][static_cast<size_t>(t)],
+                                 rank, a, b);
       adapter->rank = std::max<int32_t>(adapter->rank, static_cast<int32_t>(rank));
       adapter->scale = scale;
       any = true;

@@ -1,6 +1,7 @@
 #include "model/decoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -203,6 +204,11 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
   rope_.freq_factors = w_.rope_freq_factors;
   rope_.ext_factor = config_.rope_ext_factor;
   rope_.attn_factor = config_.rope_attn_factor;
+  if (config_.rope_yarn_scale_scores) {
+    // DeepSeek's YaRN: unscaled cos/sin (this cancels the kernel's 1 + 0.1 ln(factor)); the
+    // magnitude correction is in attn_scale (arch/deepseek2.cc).
+    rope_.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / config_.rope_freq_scale));
+  }
   if (config_.rope_ext_factor != 0.0f) {
     rope_.corr_dims = kernels::rope_yarn_corr_dims(config_.rope_dims, config_.rope_yarn_orig_ctx,
                                                    config_.rope_theta, config_.rope_yarn_beta_fast,

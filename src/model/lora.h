@@ -1,13 +1,16 @@
 // LoRA adapters in the forward pass: a projection y = W x of a layer becomes
 // y = W x + B (A x) for the rows whose sequence runs an adapter adapting it (A [rank, in],
-// B [out, rank], the adapter's scale already folded into B at load). The base matmul stays shared
-// by the whole batch; the low-rank products run per adapter over that adapter's rows only
-// (gathered, two F32 matmuls, scattered back), so rows without an adapter cost nothing extra and
-// a row's result never depends on which other rows share its step.
+// B [out, rank], the adapter's scale already folded into B at load, both stored F16). The base
+// matmul stays shared by the whole batch; the low-rank products run per adapter over that
+// adapter's rows only (read in place when they are consecutive, else gathered once per input:
+// q/k/v share one gather and one matmul group of their A products, as do gate/up; then each B;
+// added back run by run), so rows without an adapter cost nothing extra and a row's result never
+// depends on which other rows share its step.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "model/blocks/scratch.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
+#include "tensor/dtype.h"
 
 namespace pagoda::model {
 
@@ -32,10 +36,18 @@ bool lora_target_from_gguf(std::string_view tensor_base, LoraTarget& target);
 std::array<int64_t, 2> lora_target_shape(const ModelConfig& config, LoraTarget target);
 
 struct LoraProjection {
-  int64_t rank = 0;      // 0: this projection is not adapted
-  std::vector<float> a;  // [rank, in]
-  std::vector<float> b;  // [out, rank], times the adapter's scale
+  int64_t rank = 0;  // 0: this projection is not adapted
+  // How a and b are stored: kF16 (half the bytes a batched step streams), or kF32 when a value
+  // is beyond F16's range (or PAGODA_LORA_F32=1, for A/B measurements).
+  tensor::DType dtype = tensor::DType::kF16;
+  std::vector<uint8_t> a;  // [rank, in] of dtype
+  std::vector<uint8_t> b;  // [out, rank] of dtype, times the adapter's scale
 };
+
+// Stores a [rank, in] and b [out, rank] (f32, the scale folded into b) in p, choosing its dtype.
+// precondition: a.size() and b.size() are multiples of rank > 0.
+void set_lora_projection(LoraProjection& p, int64_t rank, std::span<const float> a,
+                         std::span<const float> b);
 
 struct LoraAdapter {
   std::string name;
@@ -55,21 +67,39 @@ Status validate_lora_adapter(const ModelConfig& config, const LoraAdapter& adapt
 class LoraBatch {
  public:
   void build(const ForwardBatch& batch);
-  bool empty() const { return groups_.empty(); }
+  bool empty() const { return num_groups_ == 0; }
   // Reserves the scratch add() uses (rows up to the batch, dims up to max_dim).
   void reserve_scratch(int64_t max_dim, Scratch& scratch) const;
 
-  // y[t, out] += B (A x[t, in]) for each row t whose adapter adapts (layer, target). Runs inside
-  // the kernels' team like the other ops (every thread calls it).
-  void add(int32_t layer, LoraTarget target, const float* x, int64_t in, float* y, int64_t out,
+  // One adapted projection's output: y [T, out].
+  struct Output {
+    LoraTarget target;
+    float* y;
+    int64_t out;
+  };
+  static constexpr size_t kMaxOutputs = 3;  // q, k and v read the same input
+
+  // y[t, out] += B (A x[t, in]) for each output and each row t whose adapter adapts (layer,
+  // output.target). Every output reads x [T, in] (1 to kMaxOutputs of them: q/k/v, gate/up, o,
+  // down): an adapter's rows are gathered once and its A products run as one matmul group. Runs
+  // inside the kernels' team like the other ops (every thread calls it).
+  void add(int32_t layer, std::span<const Output> outputs, const float* x, int64_t in,
            Scratch& scratch) const;
 
  private:
+  // Consecutive rows [begin, begin + count) of one adapter (a sequence's, or neighbours').
+  struct Run {
+    int64_t begin = 0;
+    int64_t count = 0;
+  };
   struct Group {
     const LoraAdapter* adapter = nullptr;
-    std::vector<int64_t> rows;
+    std::vector<Run> runs;  // in batch order
+    int64_t num_rows = 0;
   };
+  // groups_[0, num_groups_): this batch's; the rest keep their row capacity for later steps.
   std::vector<Group> groups_;
+  size_t num_groups_ = 0;
   int64_t max_rows_ = 0;
   int64_t max_rank_ = 0;
 };
@@ -78,9 +108,14 @@ class LoraBatch {
 struct LoraLayer {
   const LoraBatch* batch = nullptr;
   int32_t layer = 0;
+  void add(std::span<const LoraBatch::Output> outputs, const float* x, int64_t in,
+           Scratch& scratch) const {
+    if (batch != nullptr && !batch->empty()) batch->add(layer, outputs, x, in, scratch);
+  }
   void add(LoraTarget target, const float* x, int64_t in, float* y, int64_t out,
            Scratch& scratch) const {
-    if (batch != nullptr && !batch->empty()) batch->add(layer, target, x, in, y, out, scratch);
+    const LoraBatch::Output o{target, y, out};
+    add(std::span<const LoraBatch::Output>(&o, 1), x, in, scratch);
   }
 };
 

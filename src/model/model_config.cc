@@ -53,6 +53,10 @@ Status validate_config(const ModelConfig& c) {
         c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, L::kMaxRopeScaling, c.rope_yarn_orig_ctx,
         L::kMaxContext);
   }
+  if (!(c.rope_yarn_log_mul >= 0) || c.rope_yarn_log_mul > L::kMaxRopeScaling) {
+    return invalid_argument("rope.scaling.yarn_log_multiplier {} is out of range [0, {}]",
+                            c.rope_yarn_log_mul, L::kMaxRopeScaling);
+  }
   if (!(c.rms_norm_eps >= 0) || c.rms_norm_eps > L::kMaxRmsNormEps) {
     return invalid_argument("attention.layer_norm_rms_epsilon {} is out of range", c.rms_norm_eps);
   }

@@ -76,6 +76,12 @@ struct ModelConfig {
   int32_t rope_yarn_orig_ctx = 0;     // rope.scaling.original_context_length (0: context_length)
   float rope_yarn_beta_fast = 32.0f;  // rope.scaling.yarn_beta_fast
   float rope_yarn_beta_slow = 1.0f;   // rope.scaling.yarn_beta_slow
+  // DeepSeek's YaRN (deepseek2 only): rope.scaling.yarn_log_multiplier, as llama.cpp's converter
+  // writes it (0.1 x HF's mscale_all_dim). With rope_yarn_scale_scores (set by the arch) the
+  // magnitude correction leaves cos/sin (unscaled) for the attention scores: attn_scale is
+  // mscale^2 / sqrt(head_dim), mscale = attn_factor (1 + log_mul ln(factor)).
+  float rope_yarn_log_mul = 0.0f;
+  bool rope_yarn_scale_scores = false;
   // The RoPE base of the sliding-window layers when it differs from rope_theta (Gemma 3's
   // rope_local_base_freq; 0: rope_theta). Those layers take no rope scaling.
   float rope_local_theta = 0.0f;

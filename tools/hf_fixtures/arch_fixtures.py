@@ -7,7 +7,7 @@
   from-gguf/deepseek2-f32 arch/deepseek2-Q8_0.gguf in DeepSeek-V2's layout (q_a/q_b,
                           kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, shared_experts);
   random/qwen3-f32, random/qwen3moe-f32, random/qwen3moe-dense-f32, random/gemma3-f32,
-  random/deepseek3-f32
+  random/deepseek3-f32, random/deepseek3-yarn-f32
                           random Qwen3 (per-head q/k RMSNorm, no biases), Qwen3-MoE (8 experts
                           top-2, renormalised; the -dense one has dense layers by
                           decoder_sparse_step 2 and mlp_only_layers, and norm_topk_prob false),
@@ -16,7 +16,8 @@
                           layers only) and DeepSeek-V3 (MLA, a dense first layer, sigmoid router
                           with e_score_correction_bias, 4 groups of 2 experts of which the best
                           2 groups are eligible, routed_scaling_factor, a shared expert, one
-                          multi-token-prediction layer's tensors that are not run) checkpoints.
+                          multi-token-prediction layer's tensors that are not run; the -yarn one
+                          with DeepSeek's YaRN: mscale on the scores) checkpoints.
 Each directory has reference.json: logits of a token sequence from the float64 PyTorch forward
 below, written from the published architectures (transformers' modeling_gemma2.py,
 modeling_gemma3.py, modeling_qwen2_moe.py, modeling_qwen3.py, modeling_qwen3_moe.py and
@@ -40,13 +41,15 @@ def rms_norm(x, w, eps, gemma):
     return y * (1.0 + w) if gemma else y * w
 
 
-def rope(x, pos, theta, interleaved=False, linear=1.0):
+def rope(x, pos, theta, interleaved=False, linear=1.0, inv=None, magnitude=1.0):
     """RoPE on [T, heads, d]: rotate-half (Llama/Qwen/Gemma) or adjacent pairs (DeepSeek's
-    view_as_complex), base theta, positions divided by a linear scaling factor."""
+    view_as_complex), base theta, positions divided by a linear scaling factor; inv: given
+    inverse frequencies instead (YaRN), magnitude: the factor on cos and sin."""
     d = x.shape[-1]
-    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=F64) / d)
+    if inv is None:
+        inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=F64) / d)
     ang = (pos.to(F64) / linear)[:, None] * inv[None, :]
-    cos, sin = ang.cos()[:, None, :], ang.sin()[:, None, :]
+    cos, sin = ang.cos()[:, None, :] * magnitude, ang.sin()[:, None, :] * magnitude
     if interleaved:
         x1, x2 = x[..., 0::2], x[..., 1::2]
         return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).reshape(x.shape)
@@ -126,6 +129,36 @@ def moe(h, W, p, cfg, deepseek):
     return out
 
 
+def yarn_get_mscale(scale, mscale):
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def deepseek_yarn(cfg, dim):
+    """DeepSeek's YaRN (modeling_deepseek.py: DeepseekV3YarnRotaryEmbedding and the attention's
+    softmax_scale): (inverse frequencies, the cos/sin factor, the factor on the score scale)."""
+    rs = cfg["rope_scaling"]
+    base, factor = cfg["rope_theta"], rs["factor"]
+    orig = rs["original_max_position_embeddings"]
+    fast, slow = rs.get("beta_fast", 32), rs.get("beta_slow", 1)
+    mscale, mscale_all_dim = rs.get("mscale", 1), rs.get("mscale_all_dim", 0)
+
+    def correction_dim(rotations):
+        return dim * math.log(orig / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(correction_dim(fast)), 0)
+    high = min(math.ceil(correction_dim(slow)), dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=F64) - low) / (high - low), 0, 1)
+    extra_mask = 1.0 - ramp
+    freq_extra = 1.0 / base ** (torch.arange(0, dim, 2, dtype=F64) / dim)
+    freq_inter = 1.0 / (factor * base ** (torch.arange(0, dim, 2, dtype=F64) / dim))
+    inv = freq_inter * (1 - extra_mask) + freq_extra * extra_mask
+    magnitude = yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim)
+    score = yarn_get_mscale(factor, mscale_all_dim) ** 2 if mscale_all_dim else 1.0
+    return inv, magnitude, score
+
+
 def mla(h, W, p, cfg, pos):
     """DeepSeek-V2 multi-head latent attention."""
     T, H = h.shape[0], cfg["num_attention_heads"]
@@ -144,11 +177,16 @@ def mla(h, W, p, cfg, pos):
     kv = (rms_norm(latent, W[p + "self_attn.kv_a_layernorm.weight"], eps, False)
           @ W[p + "self_attn.kv_b_proj.weight"].T).view(T, H, nope + vd)
     k_nope, v = kv[..., :nope], kv[..., nope:]
-    q_pe = rope(q_pe, pos, cfg["rope_theta"], interleaved=True)
-    k_pe = rope(k_pe, pos, cfg["rope_theta"], interleaved=True).expand(T, H, rd)
+    inv, magnitude, score = None, 1.0, 1.0
+    rs = cfg.get("rope_scaling")
+    if rs and rs.get("type", rs.get("rope_type")) == "yarn":
+        inv, magnitude, score = deepseek_yarn(cfg, rd)
+    q_pe = rope(q_pe, pos, cfg["rope_theta"], interleaved=True, inv=inv, magnitude=magnitude)
+    k_pe = rope(k_pe, pos, cfg["rope_theta"], interleaved=True, inv=inv,
+                magnitude=magnitude).expand(T, H, rd)
     qf = torch.cat([q_nope, q_pe], -1)
     kf = torch.cat([k_nope, k_pe], -1)
-    return attend(qf, kf, v, (nope + rd) ** -0.5, 0, 0)
+    return attend(qf, kf, v, (nope + rd) ** -0.5 * score, 0, 0)
 
 
 def layer_is_sliding(cfg, i):
@@ -544,11 +582,15 @@ def random_gemma3(out_dir, vocab_tokens, seed, multimodal=False):
     write_reference(out_dir, dict(cfg, family="gemma3"), tensors, tokens, "F32")
 
 
-def random_deepseek3(out_dir, vocab_tokens, seed):
+def random_deepseek3(out_dir, vocab_tokens, seed, yarn=False):
     """A random DeepSeek-V3: 3 layers (the first dense), MLA (q_lora_rank 32, kv_lora_rank 32,
     nope 16 + rope 8, v 16), 8 routed experts in 4 groups (2 eligible), top-2, 1 shared expert,
     sigmoid router with a small correction bias, routed_scaling_factor 2.5, and one
-    multi-token-prediction layer's tensors (model.layers.3.*: not run)."""
+    multi-token-prediction layer's tensors (model.layers.3.*: not run). yarn: rope_scaling as
+    the real V3 checkpoints state it (type yarn, factor 40, mscale = mscale_all_dim) with an
+    original context of 64 so that YaRN's ramp falls across the 4 rope pairs (pair 0
+    extrapolated, 1 mixed, 2-3 interpolated), and mscale 0.707 (V2's value) so that a wrong
+    mscale_all_dim cannot pass as 1."""
     rng = np.random.default_rng(seed)
     V, hidden, H, L = len(vocab_tokens), 64, 4, 3
     qr, kvr, nope, rd, vd, ffn, E, moe_ffn = 32, 32, 16, 8, 16, 96, 8, 32
@@ -598,4 +640,9 @@ def random_deepseek3(out_dir, vocab_tokens, seed):
            "first_k_dense_replace": 1, "moe_layer_freq": 1, "n_group": 4, "topk_group": 2,
            "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": True,
            "routed_scaling_factor": 2.5, "num_nextn_predict_layers": 1}
+    if yarn:
+        cfg["max_position_embeddings"] = 64 * 40
+        cfg["rope_scaling"] = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 64,
+                               "beta_fast": 32, "beta_slow": 1, "mscale": 0.707,
+                               "mscale_all_dim": 0.707}
     finish_random(out_dir, tensors, cfg, "deepseek3", rng)

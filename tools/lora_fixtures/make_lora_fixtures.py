@@ -17,6 +17,10 @@ The base is a llama-family GGUF with F16 projections (the demo model). Writes un
   multi-0..3/      PEFT adapters over several projections (ranks 16, 8, 4, 2), stronger (each
                    product as large as its W), for batching tests that need different tokens;
   .complete        written last.
+
+With --bench N (any llama-family GGUF base, quantised ones too: only tensor shapes are read):
+writes only bench-0..N-1/, PEFT adapters of rank --rank (16) on all seven projections of every
+layer, stored F16, for `pagoda bench engine --lora ... --lora-compare`.
 """
 import argparse
 import json
@@ -113,15 +117,38 @@ def write_merged(path, base, pairs, scale, kv):
         f.write(bytes(buf))
 
 
+def write_bench_adapters(base, out, count, rank, rng):
+    """count PEFT adapters adapting every projection at `rank` (shapes from the base's tensor
+    dims; random F16 values of a LoRA's usual size, scale alpha / r = 2)."""
+    n_layers = base.kv[f"{base.arch()}.block_count"]
+    for i in range(count):
+        tensors = {}
+        for layer in range(n_layers):
+            for m, (gguf_name, sub) in TARGETS.items():
+                in_dim, out_dim = base.tensors[f"blk.{layer}.{gguf_name}.weight"][1][:2]
+                a = rng.standard_normal((rank, in_dim), dtype=np.float32) / np.sqrt(in_dim)
+                b = rng.standard_normal((out_dim, rank), dtype=np.float32) * 0.01
+                prefix = f"base_model.model.model.layers.{layer}.{sub}.{m}"
+                tensors[prefix + ".lora_A.weight"] = ("F16", a)
+                tensors[prefix + ".lora_B.weight"] = ("F16", b)
+        write_peft(os.path.join(out, f"bench-{i}"), tensors, list(TARGETS), rank, 2 * rank, False)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--base", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--bench", type=int, default=0,
+                   help="write only this many all-projection adapters (for bench engine)")
+    p.add_argument("--rank", type=int, default=16, help="--bench adapters' rank")
     args = p.parse_args()
     base = gguf_reader.GgufFile(args.base)
     kv = base.kv
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(20261206)
+    if args.bench > 0:
+        write_bench_adapters(base, args.out, args.bench, args.rank, rng)
+        return
     for m in TARGETS:
         short = m.split("_")[0]
         rslora = m == "v_proj"

@@ -100,8 +100,13 @@ GenerationDefaults generation_defaults_from(const format::HfGenerationConfig& g)
 
 // rope_scaling type yarn: factor, original_max_position_embeddings (default: the context
 // length), beta_fast / beta_slow (32 / 1), attention_factor (the whole cos/sin scale; GGUF's
-// attn_factor multiplies ggml's 1 + 0.1 ln(factor), so it is stored divided by that). DeepSeek's
-// mscale / mscale_all_dim are refused.
+// attn_factor multiplies ggml's 1 + 0.1 ln(factor), so it is stored divided by that).
+// DeepSeek (deepseek2): mscale_all_dim becomes GGUF's yarn_log_multiplier (0.1 x it, as
+// llama.cpp's converter writes it; arch/deepseek2.cc scales the attention scores by
+// yarn_get_mscale(factor, mscale_all_dim)^2 and leaves cos/sin unscaled, which is DeepSeek's
+// cos/sin factor yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim) only
+// when mscale equals mscale_all_dim: other values, and mscale_all_dim absent, are refused).
+// Other families: mscale / mscale_all_dim are refused.
 Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
   const double factor = s.factor.value_or(0.0);
   const int64_t orig = s.original_max_position_embeddings.value_or(c.context_length);
@@ -113,7 +118,27 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
         "beta_fast {}, beta_slow {} are out of range",
         factor, orig, fast, slow);
   }
-  if (s.mscale.has_value() || s.mscale_all_dim.has_value()) {
+  if (c.arch == "deepseek2") {
+    const double all = s.mscale_all_dim.value_or(0.0);
+    const double mscale = s.mscale.value_or(1.0);
+    if (!(all > 0) || all > L::kMaxRopeScaling) {
+      return unimplemented(
+          "config.json: rope_scaling (yarn) mscale_all_dim {} on DeepSeek: only a positive "
+          "mscale_all_dim (at most {}) is supported",
+          all, L::kMaxRopeScaling);
+    }
+    if (mscale != all) {
+      return unimplemented(
+          "config.json: rope_scaling (yarn) mscale {} differs from mscale_all_dim {} (scaled "
+          "cos/sin): not supported",
+          mscale, all);
+    }
+    if (s.attention_factor.has_value()) {
+      return unimplemented(
+          "config.json: rope_scaling.attention_factor on DeepSeek is not supported");
+    }
+    c.rope_yarn_log_mul = static_cast<float>(0.1 * all);
+  } else if (s.mscale.has_value() || s.mscale_all_dim.has_value()) {
     return unimplemented(
         "config.json: rope_scaling (yarn) mscale / mscale_all_dim are not "
         "supported yet");
@@ -391,13 +416,7 @@ Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap&
   }
 
   PAGODA_RETURN_IF_ERROR(hf_family_config(hf, c));
-
-  const ArchDef* arch = model::find_arch(c.arch);
-  if (arch == nullptr) return internal_error("architecture {} is not registered", c.arch);
-  PAGODA_RETURN_IF_ERROR(arch->configure(c));
-  PAGODA_RETURN_IF_ERROR(hf_family_finish(hf, c));
-  PAGODA_RETURN_IF_ERROR(model::validate_config(c));
-
+  // Rope scaling before the arch's configure, which may depend on it (deepseek2's YaRN).
   if (hf.rope_scaling) {
     const format::HfRopeScaling& s = *hf.rope_scaling;
     if (s.type == "linear") {
@@ -428,6 +447,13 @@ Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap&
           s.type);
     }
   }
+
+  const ArchDef* arch = model::find_arch(c.arch);
+  if (arch == nullptr) return internal_error("architecture {} is not registered", c.arch);
+  PAGODA_RETURN_IF_ERROR(arch->configure(c));
+  PAGODA_RETURN_IF_ERROR(hf_family_finish(hf, c));
+  PAGODA_RETURN_IF_ERROR(model::validate_config(c));
+
   return c;
 }
 

@@ -7,7 +7,11 @@
 // DeepSeek-V3 in the same layout (expert_gating_func 2): sigmoid router, experts chosen by
 // probability + exp_probs_b within the expert_group_used_count best of expert_group_count groups,
 // weights the probabilities (renormalised per expert_weights_norm) x expert_weights_scale.
-// Refused by name: YaRN rope scaling (its attention-scale correction is not implemented).
+// YaRN as DeepSeek's reference runs it (and llama.cpp's deepseek2 graph): cos/sin unscaled, the
+// attention scores scaled by mscale^2, mscale = 1 + yarn_log_multiplier ln(factor) (HF:
+// yarn_get_mscale(factor, mscale_all_dim)).
+#include <cmath>
+
 #include "base/checked_math.h"
 #include "model/arch/arch.h"
 
@@ -21,7 +25,15 @@ Status configure_deepseek2(ModelConfig& c) {
   // The cache holds per-head K and V (one KV head per query head).
   c.num_kv_heads = c.num_heads;
   if (c.rope_ext_factor != 0.0f) {
-    return unimplemented("deepseek2 with YaRN rope scaling is not supported yet");
+    // Recomputed from the raw fields on every configure (a converted file configures again).
+    const double factor = 1.0 / static_cast<double>(c.rope_freq_scale);
+    const double mscale = static_cast<double>(c.rope_attn_factor) *
+                          (1.0 + static_cast<double>(c.rope_yarn_log_mul) * std::log(factor));
+    if (!(mscale > 0)) {
+      return invalid_argument("deepseek2 YaRN: attention mscale {} is not positive", mscale);
+    }
+    c.rope_yarn_scale_scores = true;
+    c.attn_scale = static_cast<float>(mscale * mscale / std::sqrt(static_cast<double>(c.head_dim)));
   }
   if (c.num_experts > 0 && c.expert_shared_count > 0) {
     const auto width = checked_mul<int64_t>(c.expert_shared_count, c.expert_ffn());

@@ -58,9 +58,9 @@ void attention_block(const ModelConfig& c, const AttentionWeights& w,
                                     {&w.wv, v, w.bv.empty() ? nullptr : w.bv.data()}};
   kernels::matmul_group(qkv, h, T);
   const int64_t hidden = c.hidden_dim;
-  lora.add(LoraTarget::kQ, h, hidden, q, q_dim, scratch);
-  lora.add(LoraTarget::kK, h, hidden, k, kv_dim, scratch);
-  lora.add(LoraTarget::kV, h, hidden, v, kv_dim, scratch);
+  const LoraBatch::Output qkv_lora[] = {
+      {LoraTarget::kQ, q, q_dim}, {LoraTarget::kK, k, kv_dim}, {LoraTarget::kV, v, kv_dim}};
+  lora.add(qkv_lora, h, hidden, scratch);
   if (!w.q_norm.empty()) {  // Qwen3: each head's q and k RMS-normalised (rows of head_dim)
     kernels::rms_norm(q, w.q_norm.data(), T * c.num_heads, c.head_dim, c.rms_norm_eps, q);
     kernels::rms_norm(k, w.k_norm.data(), T * c.num_kv_heads, c.head_dim, c.rms_norm_eps, k);

@@ -21,8 +21,9 @@ void ffn_block(const FfnWeights& w, const float* h, int64_t T, float* out, Scrat
   const kernels::MatmulJob gate_up[] = {{&w.gate, gate, nullptr}, {&w.up, up, nullptr}};
   kernels::matmul_group(gate_up, h, T);
   const int64_t hidden = w.gate.cols;
-  lora.add(LoraTarget::kGate, h, hidden, gate, ffn, scratch);
-  lora.add(LoraTarget::kUp, h, hidden, up, ffn, scratch);
+  const LoraBatch::Output gate_up_lora[] = {{LoraTarget::kGate, gate, ffn},
+                                            {LoraTarget::kUp, up, ffn}};
+  lora.add(gate_up_lora, h, hidden, scratch);
   if (w.activation == FfnActivation::kGeluTanh) {
     kernels::gelu_tanh_mul(gate, up, T * ffn, gate);
   } else {

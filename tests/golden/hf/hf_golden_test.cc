@@ -607,6 +607,15 @@ const FamilyCase kFamilyCases[] = {
      {"deepseek2.expert_gating_func", "deepseek2.expert_group_count",
       "deepseek2.expert_group_used_count", "deepseek2.expert_weights_scale"},
      {"blk.1.exp_probs_b.bias", "blk.2.ffn_up_shexp.weight", "blk.0.ffn_down.weight"}},
+    // DeepSeek's YaRN (factor 40, mscale = mscale_all_dim 0.707): the scores scaled by mscale^2,
+    // written as llama.cpp's converter does (yarn_log_multiplier = 0.1 x mscale_all_dim).
+    {"deepseek3-yarn-f32",
+     "deepseek2",
+     nullptr,
+     {"deepseek2.rope.scaling.type", "deepseek2.rope.scaling.factor",
+      "deepseek2.rope.scaling.original_context_length",
+      "deepseek2.rope.scaling.yarn_log_multiplier"},
+     {"blk.0.attn_kv_a_mqa.weight", nullptr, nullptr}},
 };
 
 class HfFamilyTest : public ::testing::TestWithParam<FamilyCase> {};
@@ -743,6 +752,19 @@ TEST(HfFamilyRefusalTest, deepseek3) {
       {"deepseek3-f32", "scoring_func", "tanh", "scoring_func \"tanh\" is not supported"},
       // Without it, the multi-token-prediction layer's tensors are an unknown layer.
       {"deepseek3-f32", "num_nextn_predict_layers", 0, "\"model.layers.3."},
+      // YaRN that llama.cpp's deepseek2 layout cannot state: scaled cos/sin.
+      {"deepseek3-yarn-f32",
+       "rope_scaling",
+       {{"type", "yarn"},
+        {"factor", 40},
+        {"original_max_position_embeddings", 64},
+        {"mscale", 1.0},
+        {"mscale_all_dim", 0.707}},
+       "mscale 1 differs from mscale_all_dim 0.707"},
+      {"deepseek3-yarn-f32",
+       "rope_scaling",
+       {{"type", "yarn"}, {"factor", 40}, {"original_max_position_embeddings", 64}},
+       "mscale_all_dim 0 on DeepSeek"},
   };
   expect_refusals(root / "random", cases);
 }
