@@ -1,5 +1,6 @@
 // `pagoda quantize IN.gguf OUT.gguf TYPE [--threads N] [--imatrix FILE]
-//  [--calibration TEXT --method rtn|gptq|awq [--act-order] [--calib-ctx N] [--calib-chunks N]]`:
+//  [--calibration TEXT --method rtn|gptq|awq [--act-order] [--calib-ctx N] [--calib-chunks N]
+//  [--no-awq-clip]] [--token-embedding-type TYPE]`:
 // re-encodes a model's weights to TYPE (Q4_0 ... Q8_0, the K-quant mixes Q2_K ... Q6_K, or
 // F16/BF16/F32) with llama.cpp's tensor-type choices (convert/quantize/quant_mix.h), streaming
 // from the input mapping to the output file; with --method gptq|awq the layers' matrices are
@@ -18,6 +19,7 @@
 #include "convert/quantize/model_quantizer.h"
 #include "format/gguf_file.h"
 #include "format/imatrix_file.h"
+#include "kernels/quant.h"
 #include "loader/model_loader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,6 +38,8 @@ struct QuantizeArgs {
   int32_t calib_ctx = 512;
   int32_t calib_chunks = 0;
   double damp = 0.01;
+  bool no_awq_clip = false;
+  std::string token_embedding_type;
   int threads = 0;
 };
 
@@ -54,17 +58,20 @@ Result<convert::CalibrationResult> run_calibration(const QuantizeArgs& args,
   enc.parse_special = false;  // the text is data, as for perplexity
   const std::vector<int32_t> tokens = tok->encode(text.str(), enc);
   convert::CalibrationOptions c;
-  c.method =
-      args.method == "gptq" ? convert::CalibrationMethod::kGptq : convert::CalibrationMethod::kAwq;
+  c.method = args.method == "gptq"  ? convert::CalibrationMethod::kGptq
+             : args.method == "awq" ? convert::CalibrationMethod::kAwq
+                                    : convert::CalibrationMethod::kAwqGptq;
   c.gptq.act_order = args.act_order;
   c.gptq.running_grid = args.gptq_scales == "running";
   c.gptq.damp = args.damp;
+  c.awq_clip = !args.no_awq_clip;
   c.n_ctx = args.calib_ctx;
   c.max_windows = args.calib_chunks;
   if (tok->vocab().add_bos && tok->vocab().bos_id) c.bos_id = *tok->vocab().bos_id;
   c.imatrix = options.imatrix;
-  PAGODA_ASSIGN_OR_RETURN(std::vector<convert::TensorPlan> plans,
-                          convert::plan_types_for(*in, options.file_type));
+  PAGODA_ASSIGN_OR_RETURN(
+      std::vector<convert::TensorPlan> plans,
+      convert::plan_types_for(*in, options.file_type, options.token_embedding_type));
   ProgressBar bar(args.method, "stages");
   auto result =
       convert::calibrate(in, plans, tokens, c, [&bar](const convert::CalibrationProgress& p) {
@@ -94,13 +101,27 @@ int run_quantize(const QuantizeArgs& args) {
                             convert::file_type_names()));
   }
   if (args.threads < 0) return fail("--threads must be >= 0");
-  if (args.method != "rtn" && args.method != "gptq" && args.method != "awq")
-    return fail(fmt::format("unknown --method '{}' (known: rtn, gptq, awq)", args.method));
+  if (args.method != "rtn" && args.method != "gptq" && args.method != "awq" &&
+      args.method != "awq-gptq")
+    return fail(
+        fmt::format("unknown --method '{}' (known: rtn, gptq, awq, awq-gptq)", args.method));
   if (args.method != "rtn" && args.calibration.empty())
     return fail(fmt::format("--method {} needs --calibration TEXT_FILE", args.method));
   if (args.method == "rtn" && !args.calibration.empty())
     return fail("--calibration is used by --method gptq or awq only");
   if (args.act_order && args.method != "gptq") return fail("--act-order is a --method gptq option");
+  if (args.no_awq_clip && args.method != "awq")
+    return fail("--no-awq-clip is a --method awq option");
+  std::optional<tensor::DType> token_embedding_type;
+  if (!args.token_embedding_type.empty()) {
+    token_embedding_type = tensor::dtype_from_name(args.token_embedding_type);
+    if (!token_embedding_type || !kernels::can_quantize(*token_embedding_type)) {
+      return fail(
+          fmt::format("unknown --token-embedding-type '{}' (known: F32, F16, BF16, Q4_0, "
+                      "Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)",
+                      args.token_embedding_type));
+    }
+  }
   if (args.gptq_scales != "running" && args.gptq_scales != "static")
     return fail(
         fmt::format("unknown --gptq-scales '{}' (known: running, static)", args.gptq_scales));
@@ -118,6 +139,7 @@ int run_quantize(const QuantizeArgs& args) {
   }
   options.file_type = *file_type;
   options.num_threads = args.threads;
+  options.token_embedding_type = token_embedding_type;
   convert::CalibrationResult calibrated;
   if (args.method != "rtn") {
     auto c = run_calibration(args, in, options);
@@ -163,7 +185,8 @@ void register_quantize(CLI::App& app, CommandAction& action) {
                   "Calibration text for --method gptq|awq (plain text, tokenized as perplexity)");
   cmd->add_option("--method", args->method,
                   "rtn (round to nearest, default) | gptq (Hessian error compensation on the "
-                  "type's grid) | awq (activation-aware channel scales folded into the norms)");
+                  "type's grid) | awq (activation-aware channel scales folded into the norms, "
+                  "then weight clipping) | awq-gptq (AWQ's scales and clipping, then GPTQ)");
   cmd->add_flag("--act-order", args->act_order,
                 "GPTQ: quantise columns by decreasing Hessian diagonal (order only: GGUF has no "
                 "permutation)");
@@ -176,6 +199,11 @@ void register_quantize(CLI::App& app, CommandAction& action) {
   cmd->add_option("--calib-chunks", args->calib_chunks,
                   "At most this many calibration windows (default: all)")
       ->check(CLI::Range(0, 1 << 24));
+  cmd->add_flag("--no-awq-clip", args->no_awq_clip,
+                "AWQ: skip llm-awq's weight clipping search (on by default)");
+  cmd->add_option("--token-embedding-type", args->token_embedding_type,
+                  "Type of token_embd.weight (as llama-quantize's option), e.g. Q8_0; default: the "
+                  "mix's");
   cmd->add_option("--damp", args->damp,
                   "GPTQ damping, a fraction of the mean Hessian diagonal "
                   "(default 0.01)")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "backend/backend.h"
 #include "convert/quantize/awq.h"
@@ -175,7 +176,7 @@ class Calibrator {
   Status awq_stage(const Stage& stage, StatsMap& stats, CalibrationResult& result,
                    const std::function<void(size_t, size_t)>& tick) {
     // Float weights of the stage's matrices that were seen.
-    std::map<std::string, std::vector<float>, std::less<>> w;
+    WeightMap w;
     std::map<std::string, size_t, std::less<>> index_of;
     for (size_t index : stage.tensors) {
       const format::GgufTensorInfo& t = in_->tensors()[index];
@@ -183,6 +184,7 @@ class Calibrator {
       w[std::string(t.name)] = tensor_f32(t);
       index_of[std::string(t.name)] = index;
     }
+    const WeightMap original = w;  // W, before any fold
     struct Group {
       std::string prev;
       bool prev_is_norm;
@@ -209,6 +211,9 @@ class Calibrator {
         groups.push_back({p + "ffn_up.weight", false, {p + "ffn_down.weight"}});
     }
     std::map<std::string, std::vector<float>, std::less<>> norms;
+    // The scales folded into each matrix: W' = diag(row_scale)⁻¹·W·diag(col_scale).
+    ScaleMap col_scale, row_scale;
+    std::vector<std::pair<size_t, std::vector<std::string>>> group_records;
     size_t done = 0;
     for (Group& g : groups) {
       tick(done++, groups.size() + 1);
@@ -255,12 +260,14 @@ class Calibrator {
       rec.error_rtn = found.error_rtn;
       rec.error = found.error;
       rec.alpha = found.alpha;
+      group_records.emplace_back(result.records.size(), g.mats);
       result.records.push_back(std::move(rec));
       if (found.alpha == 0) continue;
       for (const std::string& m : g.mats) {
         std::vector<float>& mw = w.at(m);
         for (size_t i = 0; i < mw.size(); ++i)
           mw[i] *= found.s[i % static_cast<size_t>(cols)];
+        col_scale[m] = found.s;
       }
       if (g.prev_is_norm) {
         std::vector<float>& nv = norms.at(g.prev);
@@ -273,11 +280,18 @@ class Calibrator {
           for (size_t c = 0; c < prev_cols; ++c)
             pw[r * prev_cols + c] /= found.s[r];
         }
+        row_scale[g.prev] = found.s;
       }
     }
     tick(done, groups.size() + 1);
     for (const auto& [name, v] : norms)
       result.tensors[name] = f32_tensor(v);
+    WeightMap scaled;  // awq-gptq: GPTQ's targets, the scaled weights before clipping
+    if (options_.method == CalibrationMethod::kAwqGptq) scaled = w;
+    if (options_.awq_clip) clip_stage(stats, w, index_of, col_scale, row_scale);
+    // Final encoding: round to nearest, or (awq-gptq) GPTQ on the scaled weights before clipping
+    // with the grid of the clipped ones, H of the scaled inputs x/s. Errors in W's space.
+    std::map<std::string, double, std::less<>> final_error;
     for (const auto& [name, mw] : w) {
       const format::GgufTensorInfo& t = in_->tensors()[index_of.at(name)];
       const DType type = plans_[index_of.at(name)].dtype;
@@ -289,12 +303,81 @@ class Calibrator {
                         static_cast<size_t>(rows));
       std::vector<float> deq(mw.size());
       rtn_scaled(type, mw.data(), rows, cols, nullptr, deq.data(), out->bytes.data());
+      const float* cs = col_scale.contains(name) ? col_scale.at(name).data() : nullptr;
+      const float* rs = row_scale.contains(name) ? row_scale.at(name).data() : nullptr;
+      const std::vector<double>& h = stats.at(name).h;
+      if (options_.method == CalibrationMethod::kAwqGptq && grid_supported(type)) {
+        std::vector<double> hs = h;
+        if (cs != nullptr) {
+          for (int64_t i = 0; i < cols; ++i) {
+            for (int64_t j = 0; j < cols; ++j)
+              hs[i * cols + j] /= static_cast<double>(cs[i]) * cs[j];
+          }
+        }
+        PAGODA_RETURN_IF_ERROR(gptq_quantize(type, scaled.at(name).data(), rows, cols, hs,
+                                             options_.gptq, out->bytes.data())
+                                   .with_context(name));
+        deq = dequantized(*out, rows, cols);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          float& v = deq[r * cols + c];
+          if (rs != nullptr) v *= rs[r];
+          if (cs != nullptr) v /= cs[c];
+        }
+      }
+      final_error[name] = output_error(original.at(name).data(), deq.data(), rows, cols, h);
       result.tensors[name] = std::move(out);
+    }
+    // Records: each searched group's final error; matrices outside every group on their own.
+    std::set<std::string, std::less<>> in_group;
+    for (const auto& [index, mats] : group_records) {
+      double e = 0;
+      for (const std::string& m : mats) {
+        in_group.insert(m);
+        e += final_error.at(m);
+      }
+      result.records[index].error = e;
+    }
+    for (const auto& [name, e] : final_error) {
+      if (in_group.contains(name)) continue;
+      const std::vector<float>& ow = original.at(name);
+      const int64_t cols = stats.at(name).cols;
+      const int64_t rows = static_cast<int64_t>(ow.size()) / cols;
+      std::vector<float> deq(ow.size());
+      rtn_scaled(plans_[index_of.at(name)].dtype, ow.data(), rows, cols, nullptr, deq.data());
+      result.records.push_back(
+          {name, output_error(ow.data(), deq.data(), rows, cols, stats.at(name).h), e, -1});
     }
     return Status();
   }
 
  private:
+  using ScaleMap = std::map<std::string, std::vector<float>, std::less<>>;
+  using WeightMap = std::map<std::string, std::vector<float>, std::less<>>;
+
+  // llm-awq's auto_clip (awq.h) on the stage's scaled weights, except attn_q/attn_k (and a fused
+  // qkv), whose error reaches the output through the attention softmax (llm-awq skips them too).
+  void clip_stage(const StatsMap& stats, WeightMap& w,
+                  const std::map<std::string, size_t, std::less<>>& index_of,
+                  const ScaleMap& col_scale, const ScaleMap& row_scale) const {
+    for (auto& [name, mw] : w) {
+      if (name.ends_with("attn_q.weight") || name.ends_with("attn_k.weight") ||
+          name.ends_with("attn_qkv.weight"))
+        continue;
+      const format::GgufTensorInfo& t = in_->tensors()[index_of.at(name)];
+      const DType type = plans_[index_of.at(name)].dtype;
+      const auto cols = static_cast<int64_t>(t.dims[0]);
+      const auto rows = static_cast<int64_t>(t.num_elements / t.dims[0]);
+      if (cols % clip_group(type) != 0) continue;
+      auto cs = col_scale.find(name);
+      auto rs = row_scale.find(name);
+      awq_clip(type, mw.data(), rows, cols, cs != col_scale.end() ? cs->second.data() : nullptr,
+               rs != row_scale.end() ? rs->second.data() : nullptr, stats.at(name).h,
+               options_.awq_grid);
+    }
+  }
+
   static std::vector<float> dequantized(const CalibratedTensor& t, int64_t rows, int64_t cols) {
     std::vector<float> out(static_cast<size_t>(rows * cols));
     const size_t row_bytes = t.bytes.size() / static_cast<size_t>(rows);

@@ -9,12 +9,14 @@
 // lookup and stays round-to-nearest.
 // - GPTQ (gptq.h): the grid of each row is the reference round-to-nearest encoding's block scales
 //   (or, with an imatrix, the weighted search's, weighted_quant.h), then GPTQ chooses the levels.
-//   Types without a fixed grid here (anything but Q4_0/Q5_0/Q8_0/Q4_K/Q6_K) are rounded to nearest.
+//   Types without a fixed grid here (Q4_1, Q5_1, floats: grid_quant.h lists those with one) are
+//   rounded to nearest.
 // - AWQ (awq.h): scales searched per group of matrices sharing an input and folded into the
 //   previous operation, so the file stays a standard GGUF: attn_norm -> attn_q/k/v (or attn_qkv),
 //   ffn_norm -> ffn_gate/ffn_up, attn_v -> attn_output (only when num_heads == num_kv_heads and v
 //   has no bias and is not fused), ffn_up -> ffn_down (not when gate/up are fused),
-//   output_norm -> output. Norms must be F32 (as every converter writes them).
+//   output_norm -> output. Norms must be F32 (as every converter writes them). Then (unless
+//   awq_clip is off) llm-awq's clipping search on every matrix but attn_q/attn_k.
 #pragma once
 
 #include <cstdint>
@@ -39,12 +41,15 @@ struct Imatrix;
 
 namespace pagoda::convert {
 
-enum class CalibrationMethod { kGptq, kAwq };
+// kAwqGptq: AWQ's scales (and clipping), then GPTQ on the scaled weights instead of rounding to
+// nearest, the grid taken from the clipped weights (the combination the AWQ paper reports).
+enum class CalibrationMethod { kGptq, kAwq, kAwqGptq };
 
 struct CalibrationOptions {
   CalibrationMethod method = CalibrationMethod::kGptq;
   GptqOptions gptq;
   int32_t awq_grid = 20;
+  bool awq_clip = true;           // llm-awq's clipping search after the scales (awq.h)
   int32_t n_ctx = 512;            // calibration window (tokens)
   int32_t max_windows = 0;        // 0: every whole window of the text
   std::optional<int32_t> bos_id;  // replaces each window's first token (as perplexity does)

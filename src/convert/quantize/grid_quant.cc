@@ -33,14 +33,40 @@ Layout layout_of(DType type) {
       return {32, 22};
     case DType::kQ8_0:
       return {32, 34};
+    case DType::kQ2_K:
+      return {256, 84};
+    case DType::kQ3_K:
+      return {256, 110};
     case DType::kQ4_K:
       return {256, 144};
+    case DType::kQ5_K:
+      return {256, 176};
     case DType::kQ6_K:
       return {256, 210};
     default:
       PAGODA_CHECK(false && "grid_quant: unsupported type");
       return {1, 0};
   }
+}
+
+// Elements per scale (and min) of the supported types.
+int32_t group_of(DType type) {
+  switch (type) {
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ6_K:
+      return 16;
+    default:
+      return 32;
+  }
+}
+
+// Q2_K/Q3_K: the 2-bit plane of element n (0..255) sits at shift 2·((n % 128) / 32) of byte
+// 32·(n / 128) + n % 32 of qs.
+void put_2bit(uint8_t* qs, int n, int v) {
+  const int byte = 32 * (n / 128) + n % 32;
+  const int shift = 2 * ((n % 128) / 32);
+  qs[byte] = static_cast<uint8_t>((qs[byte] & ~(3 << shift)) | ((v & 3) << shift));
 }
 
 }  // namespace
@@ -53,15 +79,26 @@ int32_t RowGrid::level(int64_t g, double v) const {
 }
 
 bool grid_supported(DType type) {
-  return type == DType::kQ4_0 || type == DType::kQ5_0 || type == DType::kQ8_0 ||
-         type == DType::kQ4_K || type == DType::kQ6_K;
+  switch (type) {
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ8_0:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void grid_of_row(DType type, const uint8_t* row, int64_t n, RowGrid& grid) {
   const Layout lay = layout_of(type);
   PAGODA_CHECK(n % lay.block == 0);
   const int64_t num_blocks = n / lay.block;
-  grid.group = type == DType::kQ6_K ? 16 : 32;
+  grid.group = group_of(type);
   const int64_t groups_per_block = lay.block / grid.group;
   grid.scale.assign(static_cast<size_t>(n / grid.group), 0.0f);
   grid.offset.assign(grid.scale.size(), 0.0f);
@@ -82,7 +119,24 @@ void grid_of_row(DType type, const uint8_t* row, int64_t n, RowGrid& grid) {
         s[0] = f16_at(p);
         o[0] = 0.0f;
         break;
-      case DType::kQ4_K: {  // x = (d·sc)·q - dmin·m per sub-block of 32
+      case DType::kQ2_K: {  // x = (d·sc)·q - dmin·m per sub-block of 16, 4-bit sc and m
+        const float d = f16_at(p + 80), dmin = f16_at(p + 82);
+        for (int j = 0; j < 16; ++j) {
+          s[j] = d * static_cast<float>(p[j] & 0xF);
+          o[j] = -(dmin * static_cast<float>(p[j] >> 4));
+        }
+        break;
+      }
+      case DType::kQ3_K: {  // x = (d·(sc - 32))·(q - 4) per sub-block of 16, 6-bit sc
+        const float d = f16_at(p + 108);
+        for (int j = 0; j < 16; ++j) {
+          s[j] = d * static_cast<float>(kernels::cpu::q3_k_scale(j, p + 96) - 32);
+          o[j] = -4.0f * s[j];
+        }
+        break;
+      }
+      case DType::kQ4_K:
+      case DType::kQ5_K: {  // x = (d·sc)·q - dmin·m per sub-block of 32
         const float d = f16_at(p), dmin = f16_at(p + 2);
         for (int j = 0; j < 8; ++j) {
           uint8_t sc, m;
@@ -105,12 +159,21 @@ void grid_of_row(DType type, const uint8_t* row, int64_t n, RowGrid& grid) {
     }
   }
   switch (type) {
+    case DType::kQ2_K:
+      grid.qmin = 0;
+      grid.qmax = 3;
+      break;
+    case DType::kQ3_K:
+      grid.qmin = 0;
+      grid.qmax = 7;
+      break;
     case DType::kQ4_0:
     case DType::kQ4_K:
       grid.qmin = 0;
       grid.qmax = 15;
       break;
     case DType::kQ5_0:
+    case DType::kQ5_K:
       grid.qmin = 0;
       grid.qmax = 31;
       break;
@@ -151,12 +214,30 @@ void set_levels(DType type, const int32_t* L, int64_t n, uint8_t* row) {
         for (int j = 0; j < 32; ++j)
           p[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(l[j]));
         break;
-      case DType::kQ4_K: {  // chunk c of 64: low nibbles the first 32, high nibbles the next 32
-        uint8_t* qs = p + 16;
+      case DType::kQ2_K:  // 2-bit planes (block_layouts.h)
+        for (int e = 0; e < 256; ++e)
+          put_2bit(p + 16, e, l[e]);
+        break;
+      case DType::kQ3_K:  // low 2 bits as Q2_K; third bit: bit e / 32 of hmask[e % 32]
+        std::memset(p, 0, 32);
+        for (int e = 0; e < 256; ++e) {
+          put_2bit(p + 32, e, l[e]);
+          p[e % 32] |= static_cast<uint8_t>(((l[e] >> 2) & 1) << (e / 32));
+        }
+        break;
+      case DType::kQ4_K:
+      case DType::kQ5_K: {  // chunk c of 64: low nibbles the first 32, high nibbles the next 32
+        const bool five = type == DType::kQ5_K;
+        uint8_t* qs = p + (five ? 48 : 16);
+        if (five) std::memset(p + 16, 0, 32);
         for (int c = 0; c < 4; ++c) {
           for (int r = 0; r < 32; ++r) {
-            qs[32 * c + r] =
-                static_cast<uint8_t>((l[64 * c + r] & 0xF) | ((l[64 * c + r + 32] & 0xF) << 4));
+            const int lo = l[64 * c + r], hi = l[64 * c + r + 32];
+            qs[32 * c + r] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+            if (five) {  // fifth bit of element n: bit n / 32 of qh[n % 32]
+              p[16 + r] |= static_cast<uint8_t>((((lo >> 4) & 1) << (2 * c)) |
+                                                (((hi >> 4) & 1) << (2 * c + 1)));
+            }
           }
         }
         break;

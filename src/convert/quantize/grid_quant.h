@@ -4,7 +4,8 @@
 // first (the reference round-to-nearest encoding of the row, or the imatrix-weighted one) and
 // then choose the levels themselves, writing them back into the same blocks: the bytes stay the
 // standard ggml layouts (ggml-common.h) that any GGUF reader decodes.
-// Types: Q4_0, Q5_0, Q8_0 (group 32), Q4_K (8 sub-blocks of 32), Q6_K (16 sub-blocks of 16).
+// Types: Q4_0, Q5_0, Q8_0 (group 32), Q4_K and Q5_K (8 sub-blocks of 32 with a scale and a min),
+// Q2_K (16 sub-blocks of 16 with a scale and a min), Q3_K and Q6_K (16 sub-blocks of 16).
 #pragma once
 
 #include <cstdint>

@@ -148,7 +148,8 @@ MixModel mix_model_from_gguf(const format::GgufFile& in) {
   return m;
 }
 
-Result<std::vector<TensorPlan>> plan_types_for(const format::GgufFile& in, FileType type) {
+Result<std::vector<TensorPlan>> plan_types_for(const format::GgufFile& in, FileType type,
+                                               std::optional<tensor::DType> token_embedding_type) {
   const MixModel model = mix_model_from_gguf(in);
   std::vector<MixTensor> descs;
   descs.reserve(in.tensors().size());
@@ -160,7 +161,24 @@ Result<std::vector<TensorPlan>> plan_types_for(const format::GgufFile& in, FileT
     d.dtype = t.dtype;
     descs.push_back(d);
   }
-  return plan_tensor_types(model, type, descs);
+  PAGODA_ASSIGN_OR_RETURN(std::vector<TensorPlan> plans, plan_tensor_types(model, type, descs));
+  if (!token_embedding_type) return plans;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if (descs[i].name != "token_embd.weight" || !is_quantizable(descs[i])) continue;
+    const tensor::DType want = *token_embedding_type;
+    if (!kernels::can_quantize(want))
+      return invalid_argument("token embedding type {} cannot be written",
+                              tensor::dtype_name(want));
+    if (!tensor::row_size_bytes(want, descs[i].dims[0]).ok()) {
+      return invalid_argument(
+          "token embedding type {}: token_embd.weight has rows of {}, not whole {} blocks",
+          tensor::dtype_name(want), descs[i].dims[0], tensor::dtype_name(want));
+    }
+    plans[i].dtype = want;
+    plans[i].quantize = want != descs[i].dtype;
+    plans[i].fallback = false;
+  }
+  return plans;
 }
 
 Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
@@ -172,7 +190,8 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
                          *split);
   }
   QuantizedModel out;
-  PAGODA_ASSIGN_OR_RETURN(out.plans, plan_types_for(in, options.file_type));
+  PAGODA_ASSIGN_OR_RETURN(out.plans,
+                          plan_types_for(in, options.file_type, options.token_embedding_type));
 
   for (const format::GgufKv& kv : in.metadata()) {
     if (kv.key.starts_with("split.")) continue;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct QuantizeOptions {
   // write): written as given instead of rounded. Each must have the plan's type (or, for a tensor
   // the plan copies, its input type) and the tensor's byte size.
   const CalibratedTensors* calibrated = nullptr;
+  // llama-quantize's --token-embedding-type: token_embd.weight gets this type instead of the mix's
+  // (applies to every method alike; the embedding is a lookup no calibrated method sees).
+  std::optional<tensor::DType> token_embedding_type;
 };
 
 struct QuantizeProgress {
@@ -65,8 +69,11 @@ Result<QuantizedModel> build_quantized_model(const format::GgufFile& in,
 // precondition: kernels::can_dequantize(type) or type is F16.
 void tensor_row_to_f32(tensor::DType type, const uint8_t* src, float* dst, uint64_t n);
 
-// The mix's plan for every tensor of `in` (file order).
-Result<std::vector<TensorPlan>> plan_types_for(const format::GgufFile& in, FileType type);
+// The mix's plan for every tensor of `in` (file order), token_embd.weight given
+// token_embedding_type when set. Errors: its rows are not whole blocks of that type.
+Result<std::vector<TensorPlan>> plan_types_for(
+    const format::GgufFile& in, FileType type,
+    std::optional<tensor::DType> token_embedding_type = std::nullopt);
 
 // What the mix rules need, read from `in`'s metadata (<arch>.block_count etc.).
 MixModel mix_model_from_gguf(const format::GgufFile& in);

@@ -126,13 +126,15 @@ void q4_0_block(const float* x, const float* w, uint8_t* out) {
     out[2 + j] = static_cast<uint8_t>((L[j] + 8) | ((L[j + 16] + 8) << 4));
 }
 
-// block_q4_K: f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) per 32-element sub-block, then
-// 128 bytes: chunks of 64 elements, the first 32 in low nibbles, the next 32 in high nibbles.
-void q4_k_block(const float* x, const float* w, uint8_t* out) {
+// block_q4_K / block_q5_K: f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) per 32-element
+// sub-block; Q5_K then qh[32] (fifth bit of element n: bit n / 32 of qh[n % 32]); then 128 bytes:
+// chunks of 64 elements, the first 32 in low nibbles, the next 32 in high nibbles.
+template <int kNmax>
+void k4_block(const float* x, const float* w, uint8_t* out) {
   float scale[8], min[8];
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < 8; ++j) {
-    fit_affine(x + 32 * j, w + 32 * j, 32, 15, scale[j], min[j]);
+    fit_affine(x + 32 * j, w + 32 * j, 32, kNmax, scale[j], min[j]);
     max_scale = std::max(max_scale, scale[j]);
     max_min = std::max(max_min, min[j]);
   }
@@ -165,14 +167,97 @@ void q4_k_block(const float* x, const float* w, uint8_t* out) {
     const float mj = dmin * lm[j];
     for (int i = 0; i < 32; ++i) {
       const int l = dj > 0 ? nearest((x[32 * j + i] + mj) / dj) : 0;
-      L[32 * j + i] = static_cast<uint8_t>(std::clamp(l, 0, 15));
+      L[32 * j + i] = static_cast<uint8_t>(std::clamp(l, 0, kNmax));
     }
   }
-  uint8_t* qs = out + 16;
+  uint8_t* qh = out + 16;
+  uint8_t* qs = out + (kNmax > 15 ? 48 : 16);
+  if (kNmax > 15) std::memset(qh, 0, 32);
   for (int c = 0; c < 256; c += 64) {
-    for (int l = 0; l < 32; ++l)
-      qs[c / 2 + l] = static_cast<uint8_t>(L[c + l] | (L[c + l + 32] << 4));
+    for (int l = 0; l < 32; ++l) {
+      const int lo = L[c + l], hi = L[c + l + 32];
+      qs[c / 2 + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      if (kNmax > 15) {
+        qh[l] |=
+            static_cast<uint8_t>((((lo >> 4) & 1) << (c / 32)) | (((hi >> 4) & 1) << (c / 32 + 1)));
+      }
+    }
   }
+}
+
+// Q2_K/Q3_K: four 2-bit planes, element n of each 128-half at shift 2·((n % 128) / 32).
+void pack_2bit(const int* L, uint8_t* qs) {
+  for (int h = 0; h < 256; h += 128) {
+    for (int l = 0; l < 32; ++l) {
+      qs[h / 4 + l] = static_cast<uint8_t>((L[h + l] & 3) | ((L[h + l + 32] & 3) << 2) |
+                                           ((L[h + l + 64] & 3) << 4) | ((L[h + l + 96] & 3) << 6));
+    }
+  }
+}
+
+// block_q2_K: scales[16] (low nibble: scale, high nibble: min, per 16 elements), qs[64] 2-bit
+// levels, f16 d, f16 dmin: x = d·sc·q - dmin·m.
+void q2_k_block(const float* x, const float* w, uint8_t* out) {
+  float scale[16], min[16];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 16; ++j) {
+    fit_affine(x + 16 * j, w + 16 * j, 16, 3, scale[j], min[j]);
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, min[j]);
+  }
+  const float inv_scale = max_scale > 0 ? 15.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 15.0f / max_min : 0.0f;
+  const float d = f16_round(max_scale / 15.0f);
+  const float dmin = f16_round(max_min / 15.0f);
+  int L[256];
+  for (int j = 0; j < 16; ++j) {
+    const int ls = std::clamp(nearest(inv_scale * scale[j]), 0, 15);
+    const int lm = std::clamp(nearest(inv_min * min[j]), 0, 15);
+    out[j] = static_cast<uint8_t>(ls | (lm << 4));
+    const float dj = d * static_cast<float>(ls), mj = dmin * static_cast<float>(lm);
+    for (int i = 0; i < 16; ++i)
+      L[16 * j + i] = dj > 0 ? std::clamp(nearest((x[16 * j + i] + mj) / dj), 0, 3) : 0;
+  }
+  pack_2bit(L, out + 16);
+  store_f16(out + 80, d);
+  store_f16(out + 82, dmin);
+}
+
+// block_q3_K: hmask[32] (third bit of element n: bit n / 32 of hmask[n % 32], set: level >= 4),
+// qs[64] low 2 bits, 12 bytes of 16 6-bit signed scales (+32), f16 d: x = d·(sc - 32)·(q - 4).
+void q3_k_block(const float* x, const float* w, uint8_t* out) {
+  float scale[16];
+  int L[256];
+  float max_abs = 0, max_scale = 0;
+  for (int j = 0; j < 16; ++j) {
+    scale[j] = fit_symmetric(x + 16 * j, w + 16 * j, 16, 4, L + 16 * j);
+    if (std::fabs(scale[j]) > max_abs) {
+      max_abs = std::fabs(scale[j]);
+      max_scale = scale[j];
+    }
+  }
+  std::memset(out, 0, 110);
+  if (max_abs == 0) return;
+  const float iscale = -32.0f / max_scale;
+  const float d = f16_round(1.0f / iscale);
+  store_f16(out + 108, d);
+  uint8_t* sc = out + 96;
+  for (int j = 0; j < 16; ++j) {
+    const int l = std::clamp(nearest(iscale * scale[j]), -32, 31) + 32;
+    if (j < 8) {
+      sc[j] = static_cast<uint8_t>(l & 0xF);
+    } else {
+      sc[j - 8] |= static_cast<uint8_t>((l & 0xF) << 4);
+    }
+    sc[j % 4 + 8] |= static_cast<uint8_t>((l >> 4) << (2 * (j / 4)));
+    const float dj = d * static_cast<float>(l - 32);
+    for (int i = 0; i < 16; ++i) {
+      const int e = 16 * j + i;
+      L[e] = (dj != 0 ? std::clamp(nearest(x[e] / dj), -4, 3) : 0) + 4;
+      if (L[e] > 3) out[e % 32] |= static_cast<uint8_t>(1u << (e / 32));
+    }
+  }
+  pack_2bit(L, out + 32);
 }
 
 // block_q6_K: ql[128] (low 4 bits), qh[64] (high 2 bits), int8 scales[16] per 16 elements, f16 d.
@@ -246,8 +331,17 @@ void best_block(tensor::DType type, int n, size_t bytes, const float* x, const f
 }  // namespace
 
 bool supports_weighted(tensor::DType type) {
-  return type == tensor::DType::kQ4_0 || type == tensor::DType::kQ4_K ||
-         type == tensor::DType::kQ6_K;
+  switch (type) {
+    case tensor::DType::kQ4_0:
+    case tensor::DType::kQ2_K:
+    case tensor::DType::kQ3_K:
+    case tensor::DType::kQ4_K:
+    case tensor::DType::kQ5_K:
+    case tensor::DType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void element_weights(const float* x, const float* importance, int64_t n, float* w) {
@@ -274,10 +368,25 @@ void quantize_row_weighted(tensor::DType type, const float* x, const float* w, v
       for (int64_t b = 0; b < n / 32; ++b)
         best_block(type, 32, 18, x + 32 * b, w + 32 * b, out + 18 * b, q4_0_block);
       return;
+    case tensor::DType::kQ2_K:
+      PAGODA_CHECK(n % 256 == 0);
+      for (int64_t b = 0; b < n / 256; ++b)
+        best_block(type, 256, 84, x + 256 * b, w + 256 * b, out + 84 * b, q2_k_block);
+      return;
+    case tensor::DType::kQ3_K:
+      PAGODA_CHECK(n % 256 == 0);
+      for (int64_t b = 0; b < n / 256; ++b)
+        best_block(type, 256, 110, x + 256 * b, w + 256 * b, out + 110 * b, q3_k_block);
+      return;
     case tensor::DType::kQ4_K:
       PAGODA_CHECK(n % 256 == 0);
       for (int64_t b = 0; b < n / 256; ++b)
-        best_block(type, 256, 144, x + 256 * b, w + 256 * b, out + 144 * b, q4_k_block);
+        best_block(type, 256, 144, x + 256 * b, w + 256 * b, out + 144 * b, k4_block<15>);
+      return;
+    case tensor::DType::kQ5_K:
+      PAGODA_CHECK(n % 256 == 0);
+      for (int64_t b = 0; b < n / 256; ++b)
+        best_block(type, 256, 176, x + 256 * b, w + 256 * b, out + 176 * b, k4_block<31>);
       return;
     case tensor::DType::kQ6_K:
       PAGODA_CHECK(n % 256 == 0);

@@ -3,12 +3,12 @@
 // matrix. Per llama.cpp's choice the weight of element i is imp_i · sqrt(σ² + x_i²), with imp the
 // importance of its input column (mean squared activation, format/imatrix_file.h) and σ² the
 // row's mean square. Each scale is chosen among 19 candidates around the round-to-nearest one
-// (and, for Q4_K's sub-blocks, 21 offsets of the min), refitted by weighted least squares for
-// the levels each candidate gives; the super-block scales of the K-quants are then quantised as
-// the reference does. Per block, the reference round-to-nearest encoding is kept instead when
-// its weighted error is lower, so the result is never worse than RTN under the weights. Output
-// bytes are the standard ggml block layouts (ggml-common.h), read back with
-// kernels::dequantize_row.
+// (and, for the sub-blocks of Q2_K/Q4_K/Q5_K, which have a min, 21 of the range), refitted by
+// weighted least squares for the levels each candidate gives; the super-block scales of the
+// K-quants are then quantised as the reference does. Per block, the reference round-to-nearest
+// encoding is kept instead when its weighted error is lower, so the result is never worse than RTN
+// under the weights. Output bytes are the standard ggml block layouts (ggml-common.h), read back
+// with kernels::dequantize_row.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@
 
 namespace pagoda::convert {
 
-// True for the types quantize_row_weighted encodes with weights: Q4_0, Q4_K, Q6_K.
+// True for the types quantize_row_weighted encodes with weights: Q4_0, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K.
 bool supports_weighted(tensor::DType type);
 
 // Encodes x[0..n) into dst with per-element weights w[0..n) (> 0; see element_weights).

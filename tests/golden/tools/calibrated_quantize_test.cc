@@ -1,11 +1,12 @@
-// `pagoda quantize --calibration TEXT --method gptq|awq` on the bundled (trained) demo model:
-// the file is a standard GGUF with exactly the tensor types of the round-to-nearest mix, loads,
-// generates, stays close to the F16 model's logits, and the calibrated layers' output error on
-// the calibration inputs (printed by the command) is below round-to-nearest's. Bad option
+// `pagoda quantize --calibration TEXT --method gptq|awq|awq-gptq` on the bundled (trained) demo
+// model: the file is a standard GGUF with exactly the tensor types of the round-to-nearest mix,
+// loads, generates, stays close to the F16 model's logits, and the calibrated layers' output error
+// on the calibration inputs (printed by the command) is below round-to-nearest's. Bad option
 // combinations are refused with messages naming the option.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -79,13 +80,14 @@ TEST(CalibratedQuantize, GptqAndAwqWriteStandardFilesThatLoadAndGenerate) {
     auto rtn_logits = testing::prompt_logits(rtn.path);
     ASSERT_TRUE(rtn_logits.ok());
     const double rtn_err = testing::relative_logit_error(*ref, *rtn_logits);
-    for (const std::string method : {"gptq", "awq"}) {
+    for (const std::string method : {"gptq", "awq", "awq-gptq"}) {
       SCOPED_TRACE(type + " " + method);
       const Quantized q = quantize(type, method, calibrated(method));
-      // On the calibration inputs the method never does worse than RTN (AWQ's α = 0 is RTN;
-      // GPTQ's compensation lowers it), summed over all calibrated matrices.
+      // On the calibration inputs the method never does worse than RTN (AWQ's α = 0 is RTN and
+      // a clipped row is kept only when its error is lower; GPTQ's compensation lowers it),
+      // summed over all calibrated matrices.
       ASSERT_FALSE(std::isnan(q.ratio));
-      if (method == "gptq") {
+      if (method != "awq") {
         EXPECT_LT(q.ratio, 0.9);
       } else {
         EXPECT_LE(q.ratio, 1.0);
@@ -116,6 +118,36 @@ TEST(CalibratedQuantize, GptqAndAwqWriteStandardFilesThatLoadAndGenerate) {
   }
 }
 
+// llama-quantize's --token-embedding-type: only token_embd.weight changes type (and bytes).
+TEST(CalibratedQuantize, TokenEmbeddingTypeChangesOnlyTheEmbedding) {
+  ASSERT_TRUE(fs::exists(testing::pagoda_binary()));
+  const Quantized plain = quantize("Q4_0", "emb-default", {});
+  const Quantized q8 = quantize("Q4_0", "emb-q8", {"--token-embedding-type", "Q8_0"});
+  auto a = format::GgufFile::open(plain.path);
+  auto b = format::GgufFile::open(q8.path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+  bool seen = false;
+  for (size_t i = 0; i < (*a)->tensors().size(); ++i) {
+    const auto& ta = (*a)->tensors()[i];
+    const auto& tb = (*b)->tensors()[i];
+    ASSERT_EQ(ta.name, tb.name);
+    if (ta.name == "token_embd.weight") {
+      seen = true;
+      EXPECT_EQ(ta.dtype, tensor::DType::kQ4_0);
+      EXPECT_EQ(tb.dtype, tensor::DType::kQ8_0);
+      continue;
+    }
+    EXPECT_EQ(ta.dtype, tb.dtype) << ta.name;
+    ASSERT_EQ(ta.size_bytes, tb.size_bytes) << ta.name;
+    EXPECT_EQ(std::memcmp(ta.data, tb.data, ta.size_bytes), 0) << ta.name;
+  }
+  EXPECT_TRUE(seen);
+  auto logits = testing::prompt_logits(q8.path);
+  ASSERT_TRUE(logits.ok()) << logits.status().to_string();
+  EXPECT_TRUE(testing::all_finite(*logits));
+}
+
 TEST(CalibratedQuantize, RefusesBadOptions) {
   ASSERT_TRUE(fs::exists(testing::pagoda_binary()));
   const std::string out = (scratch_dir() / "bad.gguf").string();
@@ -131,6 +163,8 @@ TEST(CalibratedQuantize, RefusesBadOptions) {
       {{"--method", "gptq", "--calibration", "/nonexistent/calib.txt"}, "calib.txt"},
       {{"--method", "gptq", "--calibration", calibration_text(), "--calib-ctx", "4096"},
        "context length"},
+      {{"--method", "gptq", "--calibration", calibration_text(), "--no-awq-clip"}, "--no-awq-clip"},
+      {{"--token-embedding-type", "Q9_9"}, "--token-embedding-type"},
   };
   const std::string tiny = (scratch_dir() / "tiny.txt").string();
   std::ofstream(tiny) << "Hi.";

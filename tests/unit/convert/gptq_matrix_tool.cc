@@ -2,12 +2,15 @@
 //   gptq_matrix_tool TYPE ROWS COLS ACT_ORDER RUNNING W.f32 H.f64 OUT_RTN OUT_GPTQ
 // reads W [rows, cols] f32 and H [cols, cols] f64 (little-endian, row-major), writes the
 // reference round-to-nearest encoding (whose scales are the static grid) and GPTQ's encoding.
+//   gptq_matrix_tool clip TYPE ROWS COLS W.f32 H.f64 OUT_CLIPPED.f32
+// runs AWQ's clipping search (convert::awq_clip, no scales) and writes the clipped weights.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "convert/quantize/awq.h"
 #include "convert/quantize/gptq.h"
 #include "kernels/quant.h"
 
@@ -20,16 +23,34 @@ bool read_all(const char* path, std::vector<T>& v) {
   return static_cast<bool>(f);
 }
 
-bool write_all(const char* path, const std::vector<uint8_t>& v) {
+template <class T>
+bool write_all(const char* path, const std::vector<T>& v) {
   std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size()));
+  f.write(reinterpret_cast<const char*>(v.data()),
+          static_cast<std::streamsize>(v.size() * sizeof(T)));
   return static_cast<bool>(f);
+}
+
+int run_clip(char** argv) {
+  using namespace pagoda;
+  const auto type = tensor::dtype_from_name(argv[2]);
+  const int64_t rows = std::atoll(argv[3]), cols = std::atoll(argv[4]);
+  if (!type || rows <= 0 || cols <= 0) return 2;
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  std::vector<double> h(static_cast<size_t>(cols * cols));
+  if (!read_all(argv[5], w) || !read_all(argv[6], h)) return 3;
+  const convert::AwqClipResult r =
+      convert::awq_clip(*type, w.data(), rows, cols, nullptr, nullptr, h);
+  std::printf("%lld rows clipped, error %.6g (before %.6g)\n",
+              static_cast<long long>(r.rows_clipped), r.error, r.error_before);
+  return write_all(argv[7], w) ? 0 : 3;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace pagoda;
+  if (argc == 8 && std::string(argv[1]) == "clip") return run_clip(argv);
   if (argc != 10) {
     std::fprintf(stderr, "usage: %s TYPE ROWS COLS ACT_ORDER RUNNING W H OUT_RTN OUT_GPTQ\n",
                  argv[0]);

@@ -145,9 +145,51 @@ TEST_P(Calibrated, GptqAndAwqBeatRoundToNearestOnCalibrationInputs) {
   EXPECT_NEAR(output_error(l.w.data(), deq.data(), l.rows, l.cols, l.h), s.error, 1e-9 * s.error);
 }
 
+TEST_P(Calibrated, AwqClipLowersTheOutputErrorItReports) {
+  const DType type = GetParam();
+  const Layer l = make_layer(16, 256, 9);
+  // Scaled weights as AWQ leaves them: columns times s, rows divided by t.
+  std::vector<float> s(static_cast<size_t>(l.cols)), t(static_cast<size_t>(l.rows));
+  for (int64_t c = 0; c < l.cols; ++c)
+    s[c] = static_cast<float>(std::pow(l.mean_abs[c], 0.3));
+  for (int64_t r = 0; r < l.rows; ++r)
+    t[r] = 0.5f + 0.1f * static_cast<float>(r);
+  std::vector<float> w(l.w.size());
+  for (int64_t r = 0; r < l.rows; ++r) {
+    for (int64_t c = 0; c < l.cols; ++c)
+      w[r * l.cols + c] = l.w[r * l.cols + c] * s[c] / t[r];
+  }
+  const std::vector<float> scaled = w;
+  const AwqClipResult res = awq_clip(type, w.data(), l.rows, l.cols, s.data(), t.data(), l.h);
+  // Recompute both errors in the original weights' space, independently of awq_clip.
+  auto error_of = [&](const std::vector<float>& x) {
+    std::vector<float> deq(x.size());
+    rtn_scaled(type, x.data(), l.rows, l.cols, nullptr, deq.data());
+    for (int64_t r = 0; r < l.rows; ++r) {
+      for (int64_t c = 0; c < l.cols; ++c)
+        deq[r * l.cols + c] *= t[r] / s[c];
+    }
+    return output_error(l.w.data(), deq.data(), l.rows, l.cols, l.h);
+  };
+  const double before = error_of(scaled), after = error_of(w);
+  EXPECT_NEAR(res.error_before, before, 1e-3 * before) << tensor::dtype_name(type);
+  EXPECT_NEAR(res.error, after, 1e-3 * after) << tensor::dtype_name(type);
+  EXPECT_LE(res.error, res.error_before);
+  // Clipping only shrinks: every weight stays within its unclipped value's magnitude and sign.
+  for (size_t i = 0; i < w.size(); ++i) {
+    ASSERT_LE(std::fabs(w[i]), std::fabs(scaled[i]));
+    ASSERT_GE(w[i] * scaled[i], 0.0f);
+  }
+  // Heavy-tailed weights at <= 6 bits: clipping the largest pays on some rows.
+  if (type != DType::kQ8_0) {
+    EXPECT_GT(res.rows_clipped, 0) << tensor::dtype_name(type);
+    EXPECT_LT(res.error, res.error_before) << tensor::dtype_name(type);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, Calibrated,
-                         ::testing::Values(DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K,
-                                           DType::kQ6_K),
+                         ::testing::Values(DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ2_K,
+                                           DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& p) { return std::string(tensor::dtype_name(p.param)); });
 
 TEST(Gptq, SingularHessianIsAnError) {

@@ -67,11 +67,13 @@ TEST_P(WeightedQuant, UnevenImportanceLowersWeightedError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WeightedQuant,
-                         ::testing::Values(tensor::DType::kQ4_0, tensor::DType::kQ4_K,
-                                           tensor::DType::kQ6_K));
+                         ::testing::Values(tensor::DType::kQ4_0, tensor::DType::kQ2_K,
+                                           tensor::DType::kQ3_K, tensor::DType::kQ4_K,
+                                           tensor::DType::kQ5_K, tensor::DType::kQ6_K));
 
 TEST(WeightedQuant, ZeroRowEncodesZeros) {
-  for (tensor::DType type : {tensor::DType::kQ4_0, tensor::DType::kQ4_K, tensor::DType::kQ6_K}) {
+  for (tensor::DType type : {tensor::DType::kQ4_0, tensor::DType::kQ2_K, tensor::DType::kQ3_K,
+                             tensor::DType::kQ4_K, tensor::DType::kQ5_K, tensor::DType::kQ6_K}) {
     std::vector<float> x(256, 0.0f), w(256, 1.0f), y(256, 1.0f);
     std::vector<uint8_t> q(*tensor::row_size_bytes(type, 256));
     quantize_row_weighted(type, x.data(), w.data(), q.data(), 256);
