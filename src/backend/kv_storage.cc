@@ -9,11 +9,11 @@ namespace {
 Result<uint64_t> layer_block_bytes(const KvLayout& c, int32_t block_size, tensor::DType dtype) {
   // The row size per dtype (q8_0: 34 bytes per 32 values; rejects a head_dim q8_0 cannot split).
   auto row_or = kernels::kv_row_bytes(dtype, c.head_dim);
-  if (!row_or.ok() && c.values_in_keys) {
-    return Status(row_or.status().code(),
-                  fmt::format("kv_cache_dtype {} cannot hold this model's MLA latent cache rows "
-                              "(rope key + kv_lora_rank = {} values): {}",
-                              tensor::dtype_name(dtype), c.head_dim, row_or.status().message()));
+  if (!row_or.ok() && c.values_in_keys && dtype == tensor::DType::kQ8_0) {
+    return invalid_argument(
+        "kv_cache_dtype q8_0 needs this model's MLA latent cache rows (rope key + kv_lora_rank = "
+        "{} values) to be a multiple of 32 (its block size); use f16, bf16 or f32",
+        c.head_dim);
   }
   PAGODA_ASSIGN_OR_RETURN(uint64_t row, std::move(row_or));
   if (block_size <= 0 || block_size > 4096) {
