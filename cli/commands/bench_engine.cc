@@ -338,6 +338,8 @@ int run_bench(const BenchOpts& o) {
   j["e2e_ms"] = {{"p50", percentile(e2e, 50)}, {"p99", percentile(e2e, 99)}};
   j["kv_blocks"] = after.num_blocks;
   j["block_size"] = after.block_size;
+  j["kv_bytes_per_token"] = after.kv_bytes_per_token;
+  if (after.kv_bytes_per_token_mha > 0) j["kv_bytes_per_token_mha"] = after.kv_bytes_per_token_mha;
   j["kv_mean_blocks_in_use"] = mean_blocks;
   j["kv_peak_blocks_in_use"] = after.peak_used_blocks;
   j["kv_fill_ratio"] = fill;
@@ -378,6 +380,13 @@ int run_bench(const BenchOpts& o) {
   std::printf("KV cache          %lld blocks of %d; mean in use %.1f, peak %lld; fill ratio %.3f\n",
               static_cast<long long>(after.num_blocks), after.block_size, mean_blocks,
               static_cast<long long>(after.peak_used_blocks), fill);
+  std::printf("KV bytes/token    %.0f", after.kv_bytes_per_token);
+  if (after.kv_bytes_per_token_mha > 0) {
+    std::printf(" (MLA latent; the equivalent MHA cache: %.0f, %.1fx)",
+                after.kv_bytes_per_token_mha,
+                after.kv_bytes_per_token_mha / after.kv_bytes_per_token);
+  }
+  std::printf("\n");
   std::printf("prefix cache      hit rate %.3f (%.0f of %.0f tokens)\n", hit_rate, hits, queries);
   std::printf("preemptions       %lld\n",
               static_cast<long long>(after.num_preemptions - before.num_preemptions));

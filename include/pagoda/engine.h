@@ -215,6 +215,11 @@ struct EngineStats {
   double kv_cache_usage = 0;  // fraction of blocks in use
   int64_t num_blocks = 0;     // usable KV blocks
   int32_t block_size = 0;
+  // KV cache bytes one token takes over all layers (a block's bytes / block_size); for an MLA
+  // model (deepseek2, which caches the latent and the rope key) also the bytes the equivalent
+  // multi-head cache would take (every head's key and value, same dtype), else 0.
+  double kv_bytes_per_token = 0;
+  double kv_bytes_per_token_mha = 0;
   int64_t num_used_blocks = 0;
   int64_t peak_used_blocks = 0;      // the most blocks in use at once (after a step's scheduling)
   int64_t num_live_tokens = 0;       // tokens whose KV the running sequences hold (shared once)

@@ -155,7 +155,12 @@ class EngineImpl final : public Engine {
     return out;
   }
   void abort(const std::string& request_id) override { core_->abort(request_id); }
-  EngineStats stats() const override { return core_->stats(); }
+  EngineStats stats() const override {
+    EngineStats s = core_->stats();
+    s.kv_bytes_per_token = kv_bytes_per_token_;
+    s.kv_bytes_per_token_mha = kv_bytes_per_token_mha_;
+    return s;
+  }
   void stop_accepting() override { core_->stop_accepting(); }
   bool wait_idle(std::chrono::milliseconds timeout) override { return core_->wait_idle(timeout); }
   void shutdown() override {
@@ -175,7 +180,9 @@ class EngineImpl final : public Engine {
   std::shared_ptr<structured::GrammarCache> grammars_;
   std::shared_ptr<runner::LoraRegistry> loras_;
   int32_t max_lora_rank_ = 0;
-  bool model_parallel_ = false;  // tensor or pipeline parallel size > 1
+  bool model_parallel_ = false;        // tensor or pipeline parallel size > 1
+  double kv_bytes_per_token_ = 0;      // the cache's (EngineStats)
+  double kv_bytes_per_token_mha_ = 0;  // MLA models: the equivalent MHA cache's
   std::unique_ptr<engine::EngineCore> core_;
 };
 
@@ -388,10 +395,19 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(
       const uint64_t block_bytes,
       backend::KvStorage::bytes_per_block(model::kv_layout(mc), config.block_size, kv_dtype));
-  PAGODA_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({:.1f} MiB, {}){}", num_blocks - 1,
-                  config.block_size, (num_blocks - 1) * config.block_size,
+  e->kv_bytes_per_token_ =
+      static_cast<double>(block_bytes) / static_cast<double>(config.block_size);
+  std::string per_token = fmt::format("{:.0f} bytes per token", e->kv_bytes_per_token_);
+  if (mc.mla()) {
+    e->kv_bytes_per_token_mha_ = model::mha_kv_bytes_per_token(mc, kv_dtype);
+    per_token += fmt::format(" as the MLA latent, vs {:.0f} for the equivalent MHA cache, {:.1f}x",
+                             e->kv_bytes_per_token_mha_,
+                             e->kv_bytes_per_token_mha_ / e->kv_bytes_per_token_);
+  }
+  PAGODA_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({:.1f} MiB, {}, {}){}",
+                  num_blocks - 1, config.block_size, (num_blocks - 1) * config.block_size,
                   static_cast<double>(block_bytes) * static_cast<double>(num_blocks) / (1 << 20),
-                  tensor::dtype_name(kv_dtype),
+                  tensor::dtype_name(kv_dtype), per_token,
                   capped ? " (capped at max_num_seqs x max_model_len)" : "");
   if (parallel_size() > 1) {
     std::fprintf(stderr, "pagoda: rank 0/%d: %.1f MiB of weights, %.1f MiB of KV cache\n",

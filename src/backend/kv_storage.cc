@@ -8,7 +8,14 @@ namespace {
 // One K (or V) block of one layer.
 Result<uint64_t> layer_block_bytes(const KvLayout& c, int32_t block_size, tensor::DType dtype) {
   // The row size per dtype (q8_0: 34 bytes per 32 values; rejects a head_dim q8_0 cannot split).
-  PAGODA_ASSIGN_OR_RETURN(uint64_t row, kernels::kv_row_bytes(dtype, c.head_dim));
+  auto row_or = kernels::kv_row_bytes(dtype, c.head_dim);
+  if (!row_or.ok() && c.values_in_keys && dtype == tensor::DType::kQ8_0) {
+    return invalid_argument(
+        "kv_cache_dtype q8_0 needs this model's MLA latent cache rows (rope key + kv_lora_rank = "
+        "{} values) to be a multiple of 32 (its block size); use f16, bf16 or f32",
+        c.head_dim);
+  }
+  PAGODA_ASSIGN_OR_RETURN(uint64_t row, std::move(row_or));
   if (block_size <= 0 || block_size > 4096) {
     return invalid_argument("block size {} is out of range [1, 4096]", block_size);
   }
@@ -26,7 +33,8 @@ Result<uint64_t> layer_block_bytes(const KvLayout& c, int32_t block_size, tensor
 Result<uint64_t> KvStorage::bytes_per_block(const KvLayout& c, int32_t block_size,
                                             tensor::DType dtype) {
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_layer, layer_block_bytes(c, block_size, dtype));
-  auto total = checked_mul<uint64_t>(per_layer, 2 * static_cast<uint64_t>(c.num_layers));
+  auto total = checked_mul<uint64_t>(
+      per_layer, static_cast<uint64_t>(c.arrays_per_layer()) * static_cast<uint64_t>(c.num_layers));
   if (!total) return out_of_range("KV block size overflows");
   return *total;
 }
@@ -49,9 +57,11 @@ Result<KvStorage> KvStorage::create(Backend& backend, const KvLayout& c, int64_t
   s.backend_ = &backend;
   s.memory_ = std::move(memory).value();
   s.block_bytes_per_layer_ = per_layer;
+  s.values_in_keys_ = c.values_in_keys;
   s.num_blocks_ = num_blocks;
   s.block_size_ = block_size;
   const uint64_t array_bytes = per_layer * static_cast<uint64_t>(num_blocks);
+  const uint64_t arrays = static_cast<uint64_t>(c.arrays_per_layer());
   for (int32_t l = 0; l < c.num_layers; ++l) {
     kernels::KvLayerView v;
     v.dtype = dtype;
@@ -59,8 +69,9 @@ Result<KvStorage> KvStorage::create(Backend& backend, const KvLayout& c, int64_t
     v.n_kv_heads = c.num_kv_heads;
     v.head_dim = c.head_dim;
     v.num_blocks = num_blocks;
-    v.k = s.memory_->data() + (2 * static_cast<uint64_t>(l)) * array_bytes;
-    v.v = s.memory_->data() + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
+    v.k = s.memory_->data() + (arrays * static_cast<uint64_t>(l)) * array_bytes;
+    v.v = c.values_in_keys ? v.k
+                           : s.memory_->data() + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
     s.layers_.push_back(v);
   }
   return s;
@@ -72,6 +83,7 @@ void KvStorage::copy_block(int32_t src, int32_t dst) {
     auto* k = static_cast<uint8_t*>(layer.k);
     auto* v = static_cast<uint8_t*>(layer.v);
     backend_->copy(k + static_cast<uint64_t>(dst) * n, k + static_cast<uint64_t>(src) * n, n);
+    if (values_in_keys_) continue;
     backend_->copy(v + static_cast<uint64_t>(dst) * n, v + static_cast<uint64_t>(src) * n, n);
   }
 }

@@ -1,10 +1,11 @@
 // KvStorage: the memory behind the paged KV cache: for every layer, K and V arrays of
 // num_blocks blocks in the layout kernels/attention.h documents (dtype f32, f16, bf16 or q8_0;
 // a block of one layer's K is num_kv_heads * block_size * kernels::kv_row_bytes(dtype, head_dim)
-// bytes, e.g. q8_0 stores 34 bytes per 32 values). Allocated once by a Backend as
-// MemoryKind::kKvCache (committed: the memory the startup line promises is there before the
-// first request, and no request takes a page fault on a fresh block); the KV metadata layer
-// (src/kv) decides which block holds what.
+// bytes, e.g. q8_0 stores 34 bytes per 32 values). A layout with values_in_keys (multi-head latent
+// attention's latent cache) has only the K array per layer; its views' v points at it. Allocated
+// once by a Backend as MemoryKind::kKvCache (committed: the memory the startup line promises is
+// there before the first request, and no request takes a page fault on a fresh block); the KV
+// metadata layer (src/kv) decides which block holds what.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +25,19 @@ struct KvLayout {
   int32_t num_layers = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
+  // One row array per layer, read as both keys and values (KvLayerView::v == k): MLA caches one
+  // [rope key | latent] row per token and attends to it in latent space (model/blocks/
+  // mla_attention_block.h). Otherwise separate K and V arrays.
+  bool values_in_keys = false;
+
+  int32_t arrays_per_layer() const { return values_in_keys ? 1 : 2; }
 };
 
 class KvStorage {
  public:
-  // Bytes one block takes across all layers (K and V). invalid_argument names head_dim when the
-  // dtype cannot hold it (q8_0 needs a multiple of 32), unimplemented for other dtypes.
+  // Bytes one block takes across all layers (K and V, or K alone with values_in_keys).
+  // invalid_argument names head_dim when the dtype cannot hold it (q8_0 needs a multiple of 32),
+  // unimplemented for other dtypes.
   static Result<uint64_t> bytes_per_block(const KvLayout& layout, int32_t block_size,
                                           tensor::DType dtype);
 
@@ -48,6 +56,7 @@ class KvStorage {
   Backend* backend_ = nullptr;
   std::unique_ptr<DeviceBuffer> memory_;
   uint64_t block_bytes_per_layer_ = 0;  // one of K or V, one layer, one block
+  bool values_in_keys_ = false;
   int64_t num_blocks_ = 0;
   int32_t block_size_ = 0;
   std::vector<kernels::KvLayerView> layers_;

@@ -66,14 +66,15 @@ Result<uint64_t> kv_row_bytes(tensor::DType dtype, int64_t head_dim) {
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v) {
   check_layout(kv);
-  PAGODA_CHECK(num_tokens >= 0);
+  PAGODA_CHECK(num_tokens >= 0 && (v != nullptr || kv.v == kv.k));
   check_positions(kv, block_table, positions, num_tokens);
   const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
   const auto f16_row = cpu::active_kernels().fp32_to_f16_row;
   team_detail::for_rows(num_tokens, num_tokens * row * 4, kMinWorkPerThread,
                         team_detail::available_threads(), [&](int64_t t0, int64_t t1) {
-                          cpu::reference::kv_cache_write(kv, block_table, positions + t0, t1 - t0,
-                                                         k + t0 * row, v + t0 * row, f16_row);
+                          cpu::reference::kv_cache_write(
+                              kv, block_table, positions + t0, t1 - t0, k + t0 * row,
+                              v != nullptr ? v + t0 * row : nullptr, f16_row);
                         });
 }
 

@@ -5,6 +5,8 @@
 //   head_dim floats / halves / bfloat16s, or for q8_0 head_dim / 32 ggml Q8_0 blocks (34 bytes:
 //   f16 scale d, then 32 int8 q; value = q * d), quantised on write like ggml's
 //   quantize_row_q8_0_ref. q8_0 needs head_dim % 32 == 0.
+// V may be the K array itself (v == k: a latent cache, as multi-head latent attention keeps): each
+// cached row is then both the key and the value (kv_cache_write stores it once).
 // A sequence's token at position p lives in block block_table[p / block_size], slot
 // p % block_size. Block tables are append-only; a table covers at least context_len tokens.
 #pragma once
@@ -34,7 +36,8 @@ struct KvLayerView {
 
 // Writes k[t, kvh, :], v[t, kvh, :] (f32, [num_tokens, n_kv_heads, head_dim]) into the cache at
 // positions[t] through block_table (f16/bf16 caches round to nearest even; q8_0 caches quantise
-// each head's row to Q8_0 blocks).
+// each head's row to Q8_0 blocks). With kv.v == kv.k only k is written (v is not read and may
+// be null).
 // precondition: positions[t] >= 0, block_table covers positions[t], its ids < kv.num_blocks.
 void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
                     const int32_t* positions, int64_t num_tokens, const float* k, const float* v);

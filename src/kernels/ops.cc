@@ -384,6 +384,14 @@ void softmax(float* x, int64_t rows, int64_t dim) {
            [&](int64_t r0, int64_t r1) { cpu::reference::softmax(x + r0 * dim, r1 - r0, dim); });
 }
 
+void head_matmul(const float* w, int64_t num_heads, int64_t in_dim, int64_t out_dim, const float* x,
+                 HeadRows xs, int64_t num_tokens, float* y, HeadRows ys) {
+  PAGODA_CHECK(num_heads >= 0 && in_dim > 0 && out_dim > 0 && num_tokens >= 0);
+  for_rows(num_heads, num_heads * num_tokens * in_dim * out_dim, [&](int64_t h0, int64_t h1) {
+    cpu::reference::head_matmul(w, h0, h1, in_dim, out_dim, x, xs, num_tokens, y, ys);
+  });
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   PAGODA_CHECK(n >= 0);
   const cpu::CpuKernels& k = cpu::active_kernels();

@@ -130,4 +130,19 @@ void softmax(float* x, int64_t rows, int64_t dim);
 // y[i] += x[i].
 void add_inplace(float* y, const float* x, int64_t n);
 
+// Where head_matmul finds head h of token t: data + t * token_stride + h * head_stride.
+struct HeadRows {
+  int64_t token_stride = 0;
+  int64_t head_stride = 0;
+};
+
+// Per-head products with per-head f32 matrices (multi-head latent attention's absorbed
+// projections): for t < num_tokens, h < num_heads and r < out_dim,
+//   y(t, h)[r] = Σ_c x(t, h)[c] · w[h, c, r]       (w: [num_heads, in_dim, out_dim] f32)
+// summed over c in order (an axpy of w's rows per input value). x(t, h): in_dim floats at
+// x + t * xs.token_stride + h * xs.head_stride; y(t, h): out_dim floats, likewise. Each output row
+// depends only on its own input row: batched == alone. y must not overlap x.
+void head_matmul(const float* w, int64_t num_heads, int64_t in_dim, int64_t out_dim, const float* x,
+                 HeadRows xs, int64_t num_tokens, float* y, HeadRows ys);
+
 }  // namespace pagoda::kernels

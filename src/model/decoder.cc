@@ -64,8 +64,9 @@ Result<MlaWeights> bind_mla(const ModelConfig& c, const WeightBinder& b, int32_t
   }
   PAGODA_ASSIGN_OR_RETURN(m.wkv_a, b.matrix(blk(i, "attn_kv_a_mqa.weight"), lora + rope, hidden));
   PAGODA_ASSIGN_OR_RETURN(m.kv_a_norm, b.vector(blk(i, "attn_kv_a_norm.weight"), lora));
-  PAGODA_ASSIGN_OR_RETURN(m.wkv_b,
+  PAGODA_ASSIGN_OR_RETURN(const kernels::WeightView wkv_b,
                           b.matrix(blk(i, "attn_kv_b.weight"), heads * (hd - rope + vd), lora));
+  absorb_kv_b(c, wkv_b, m);  // (the forward pass reads its f32 per-head copies only)
   PAGODA_ASSIGN_OR_RETURN(m.wo, b.matrix(blk(i, "attn_output.weight"), hidden, heads * vd));
   return m;
 }
@@ -269,6 +270,9 @@ uint64_t DecoderModel::weight_bytes() const {
   // (their spill file's pages go once placed; heap copies stay). The token embedding stays in
   // the file mapping: only the rows looked up are resident (a shard's rows under TP).
   uint64_t n = weights_ ? weights_->size() : 0;
+  for (const DecoderLayer& L : w_.layers) {
+    if (L.mla) n += (L.mla->w_uk.size() + L.mla->w_uv_t.size()) * sizeof(float);
+  }
   if (shard_) {
     for (const auto& b : shard_->owned)
       n += b.size();
@@ -323,7 +327,7 @@ void DecoderModel::place_weights() {
       views.push_back(w);
     if (L.mla) {
       for (kernels::WeightView* w :
-           {&L.mla->wq_a, &L.mla->wq_b, &L.mla->wq, &L.mla->wkv_a, &L.mla->wkv_b, &L.mla->wo})
+           {&L.mla->wq_a, &L.mla->wq_b, &L.mla->wq, &L.mla->wkv_a, &L.mla->wo})
         views.push_back(w);
     }
     if (L.moe) {

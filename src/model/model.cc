@@ -120,9 +120,10 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
     return invalid_argument("{} KV layers given, model has {}", kv_layers.size(),
                             config_.num_layers);
   }
+  const backend::KvLayout layout = kv_layout();
   for (const auto& kv : kv_layers) {
-    if (kv.n_kv_heads != config_.num_kv_heads || kv.head_dim != config_.head_dim ||
-        kv.block_size <= 0) {
+    if (kv.n_kv_heads != layout.num_kv_heads || kv.head_dim != layout.head_dim ||
+        kv.block_size <= 0 || (layout.values_in_keys && kv.v != kv.k)) {
       return invalid_argument("KV layer shape does not match the model");
     }
   }

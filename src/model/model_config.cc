@@ -162,4 +162,23 @@ void extend_yarn_context(ModelConfig& c, double factor) {
   }
 }
 
+double mha_kv_bytes_per_token(const ModelConfig& c, tensor::DType dtype) {
+  double per_value = 0;
+  switch (dtype) {
+    case tensor::DType::kF32:
+      per_value = 4;
+      break;
+    case tensor::DType::kF16:
+    case tensor::DType::kBF16:
+      per_value = 2;
+      break;
+    case tensor::DType::kQ8_0:
+      per_value = 34.0 / 32.0;
+      break;
+    default:
+      return 0;
+  }
+  return static_cast<double>(c.num_layers) * c.num_heads * (c.head_dim + c.value_dim()) * per_value;
+}
+
 }  // namespace pagoda::model

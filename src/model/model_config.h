@@ -198,9 +198,17 @@ void extend_yarn_context(ModelConfig& config, double factor);
 // dims within the head, experts used within the experts). Errors name the field.
 Status validate_config(const ModelConfig& config);
 
-// What the KV cache holds per block for a model of this config (backend::KvStorage).
+// What the KV cache holds per block for a model of this config (backend::KvStorage): K and V
+// rows of num_kv_heads x head_dim, or for MLA one row per token of rope_dims + kv_lora_rank (the
+// rope key and the latent, read as keys and values: model/blocks/mla_attention_block.h).
 inline backend::KvLayout kv_layout(const ModelConfig& c) {
+  if (c.mla()) return backend::KvLayout{c.num_layers, 1, c.rope_dims + c.kv_lora_rank, true};
   return backend::KvLayout{c.num_layers, c.num_kv_heads, c.head_dim};
 }
+
+// KV bytes per token of the equivalent multi-head attention model, whose cache holds every
+// head's key (head_dim) and value (value_dim) in every layer, in `dtype` (f32 4, f16/bf16 2,
+// q8_0 34/32 bytes per value): what MLA's latent cache is compared with. 0 for other dtypes.
+double mha_kv_bytes_per_token(const ModelConfig& c, tensor::DType dtype);
 
 }  // namespace pagoda::model

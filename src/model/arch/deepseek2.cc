@@ -22,7 +22,8 @@ Status configure_deepseek2(ModelConfig& c) {
   c.rope_style = kernels::RopeStyle::kInterleaved;
   c.has_qkv_bias = false;
   if (c.kv_lora_rank == 0) return invalid_argument("deepseek2 needs attention.kv_lora_rank");
-  // The cache holds per-head K and V (one KV head per query head).
+  // num_kv_heads: the heads of the equivalent multi-head model (each head has its own key and
+  // value); the cache holds the latent instead (model::kv_layout, blocks/mla_attention_block.h).
   c.num_kv_heads = c.num_heads;
   if (c.rope_ext_factor != 0.0f) {
     // Recomputed from the raw fields on every configure (a converted file configures again).

@@ -26,14 +26,16 @@ namespace {
 struct ModelCase {
   std::string file;
   int64_t layers = 0;
-  int64_t kv_dim = 0;  // KV heads x head dim
+  int64_t kv_values = 0;  // cached values per token and layer: 2 (K, V) x KV heads x head dim
 };
 
-const ModelCase kModels[] = {{"llama-Q8_0.gguf", 2, 128},
-                             {"arch/phi3-Q8_0.gguf", 2, 128},
-                             {"arch/gemma2-Q8_0.gguf", 26, 64},
-                             {"arch/qwen2moe-Q8_0.gguf", 2, 128},
-                             {"arch/deepseek2-Q8_0.gguf", 3, 192}};
+// deepseek2 caches its MLA latent: rope key 16 + kv_lora_rank 64 values (its 4 heads' K and V
+// would be 4 x (48 + 48)); a cache sized for per-head K/V would hold ~5x too many blocks here.
+const ModelCase kModels[] = {{"llama-Q8_0.gguf", 2, 256},
+                             {"arch/phi3-Q8_0.gguf", 2, 256},
+                             {"arch/gemma2-Q8_0.gguf", 26, 128},
+                             {"arch/qwen2moe-Q8_0.gguf", 2, 256},
+                             {"arch/deepseek2-Q8_0.gguf", 3, 80}};
 
 struct Spec {
   std::string id;
@@ -251,11 +253,13 @@ TEST_P(EngineGolden, ConcurrentEqualsSoloUnderPreemption) {
   EngineConfig c = base_config();
   c.max_model_len = 192;
   // About 20 blocks of 16 tokens: far less than 32 requests need at once.
-  c.kv_cache_bytes = static_cast<uint64_t>(21 * 2 /*K,V*/ * GetParam().layers * 16 *
-                                           GetParam().kv_dim * 2 /*f16*/);
+  c.kv_cache_bytes =
+      static_cast<uint64_t>(21 * GetParam().layers * 16 * GetParam().kv_values * 2 /*f16*/);
   const EngineStats st = run_all_and_compare(c);
   EXPECT_LE(st.num_blocks, 20);
   EXPECT_GE(st.num_blocks, 12);  // one max_model_len sequence
+  EXPECT_EQ(st.kv_bytes_per_token,
+            static_cast<double>(GetParam().layers * GetParam().kv_values * 2));
   EXPECT_GT(st.num_preemptions, 0);
 }
 

@@ -65,6 +65,9 @@ TEST(BenchCli, EngineReportsWhatItRan) {
     }
     const double switches = j["context_switches_per_step"].get<double>();
     EXPECT_TRUE(std::isfinite(switches) && switches >= 0) << switches;
+    // f16 K and V of 2 layers x 2 KV heads x 64 dims; no MLA comparison for a GQA model.
+    EXPECT_EQ(j["kv_bytes_per_token"].get<double>(), 2 * 2 * 2 * 64 * 2);
+    EXPECT_FALSE(j.contains("kv_bytes_per_token_mha"));
   }
 }
 
@@ -107,6 +110,18 @@ TEST(BenchCli, MoeReportsExpertWeightsReadPerStep) {
       EXPECT_NEAR(bytes / all, runs / mc.experts, 1e-9);
     }
   }
+}
+
+// deepseek2 caches the MLA latent: per layer the rope key (16) and the latent (64) in f16, against
+// the equivalent MHA cache's 4 heads x (48-dim key + 32-dim value), 3 layers.
+TEST(BenchCli, EngineReportsMlaKvBytesPerToken) {
+  const std::string model = testing::fixture("models/arch/deepseek2-Q8_0.gguf").string();
+  PAGODA_REQUIRE_FIXTURE(model);
+  const json j = run_json({"bench", "engine", "-m", model, "--num-requests", "2", "--concurrency",
+                           "2", "--input-len", "20", "--output-len", "2", "--json"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["kv_bytes_per_token"].get<double>(), 3 * (16 + 64) * 2);
+  EXPECT_EQ(j["kv_bytes_per_token_mha"].get<double>(), 3 * 4 * (48 + 32) * 2);
 }
 
 TEST(BenchCli, KernelsReportPrefillDecodeAndEveryBatch) {

@@ -113,5 +113,71 @@ TEST(KvCacheSizing, Q8_0StorageCopiesWholeBlocks) {
   EXPECT_EQ(k1[block_bytes], 0) << "block 1 untouched";
 }
 
+// deepseek2's MLA cache (the fixture's dims: 3 layers, 4 heads of key 48 / value 32, rope key 16,
+// kv_lora_rank 64): one 80-value row per token and layer, no V array, and the views' v is k.
+model::ModelConfig mla_config() {
+  model::ModelConfig c;
+  c.num_layers = 3;
+  c.num_heads = 4;
+  c.num_kv_heads = 4;
+  c.head_dim = 48;
+  c.v_head_dim = 32;
+  c.rope_dims = 16;
+  c.kv_lora_rank = 64;
+  return c;
+}
+
+TEST(KvCacheSizing, MlaCachesTheLatentRow) {
+  const model::ModelConfig c = mla_config();
+  const backend::KvLayout layout = model::kv_layout(c);
+  EXPECT_EQ(layout.num_kv_heads, 1);
+  EXPECT_EQ(layout.head_dim, 80);
+  EXPECT_TRUE(layout.values_in_keys);
+  // 3 layers x 16 tokens x 80 values x 2 bytes: 160 bytes per token, against the equivalent MHA
+  // cache's 3 x 4 x (48 + 32) x 2 = 1920.
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(layout, 16, tensor::DType::kF16),
+            3u * 16 * 80 * 2);
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(layout, 16, tensor::DType::kF32),
+            3u * 16 * 80 * 4);
+  EXPECT_EQ(model::mha_kv_bytes_per_token(c, tensor::DType::kF16), 1920.0);
+  const uint64_t budget = 3u * 16 * 80 * 2 * 500;
+  EXPECT_EQ(*runner::ModelRunner::blocks_for_memory(c, budget, 16, tensor::DType::kF16), 500);
+
+  auto kv = backend::KvStorage::create(backend::cpu_backend(), layout, 4, 2, tensor::DType::kF32);
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  EXPECT_EQ(kv->total_bytes(), 4u * 3 * 2 * 80 * 4);
+  ASSERT_EQ(kv->layers().size(), 3u);
+  const uint64_t block_bytes = 2 * 80 * 4;
+  for (size_t l = 0; l < 3; ++l) {
+    EXPECT_EQ(kv->layers()[l].v, kv->layers()[l].k);
+    if (l > 0) {
+      EXPECT_EQ(
+          static_cast<uint8_t*>(kv->layers()[l].k) - static_cast<uint8_t*>(kv->layers()[l - 1].k),
+          static_cast<ptrdiff_t>(4 * block_bytes));  // the arrays are packed, no V between
+    }
+  }
+  auto* k2 = static_cast<uint8_t*>(kv->layers()[2].k);
+  for (uint64_t i = 0; i < block_bytes; ++i)
+    k2[block_bytes * 3 + i] = static_cast<uint8_t>(i * 5 + 3);
+  kv->copy_block(3, 1);
+  for (uint64_t i = 0; i < block_bytes; ++i)
+    ASSERT_EQ(k2[block_bytes + i], static_cast<uint8_t>(i * 5 + 3)) << i;
+}
+
+TEST(KvCacheSizing, MlaQ8_0NeedsRowsOf32) {
+  // The fixture's 80-value rows cannot be Q8_0 blocks: refused naming the dtype and the MLA row.
+  auto r = runner::ModelRunner::blocks_for_memory(mla_config(), 1 << 30, 16, tensor::DType::kQ8_0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("kv_cache_dtype q8_0"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("MLA latent"), std::string::npos) << r.status().message();
+  // DeepSeek-V2's rows (rope key 64 + kv_lora_rank 512 = 576) are 18 blocks of 34 bytes.
+  model::ModelConfig v2 = mla_config();
+  v2.rope_dims = 64;
+  v2.kv_lora_rank = 512;
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(model::kv_layout(v2), 16, tensor::DType::kQ8_0),
+            3u * 16 * 18 * 34);
+}
+
 }  // namespace
 }  // namespace pagoda::api

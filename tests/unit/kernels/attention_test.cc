@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "isa_guard.h"
@@ -278,6 +279,59 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{DType::kQ8_0, 4, 4, 32, 16, 40, 40}, AttnCase{DType::kQ8_0, 4, 2, 64, 16, 40, 7},
         AttnCase{DType::kQ8_0, 8, 2, 128, 16, 70, 1}, AttnCase{DType::kQ8_0, 12, 1, 32, 5, 23, 4},
         AttnCase{DType::kQ8_0, 2, 2, 64, 1, 9, 9}, AttnCase{DType::kQ8_0, 8, 2, 64, 16, 300, 24}));
+
+// A latent cache (multi-head latent attention): V is the K array (view.v == view.k), one KV head
+// shared by every query head, each cached row read as both key and value. kv_cache_write stores
+// the row once (its v argument is not read: nullptr here), and attention equals the dense oracle
+// with V = K, on every ISA path with the reference's bits. Row widths: 80 (the deepseek2
+// fixture's rope key 16 + latent 64) and 96 (q8_0).
+TEST(LatentCacheTest, ValuesAreTheKeyRows) {
+  for (const AttnCase c :
+       {AttnCase{DType::kF32, 4, 1, 80, 16, 37, 37}, AttnCase{DType::kF16, 4, 1, 80, 16, 37, 1},
+        AttnCase{DType::kBF16, 16, 1, 80, 7, 29, 5}, AttnCase{DType::kQ8_0, 8, 1, 96, 16, 40, 6}}) {
+    SCOPED_TRACE(std::string(tensor::dtype_name(c.dtype)) + " row " + std::to_string(c.head_dim));
+    std::mt19937 rng(static_cast<uint32_t>(c.head_dim * 17 + c.num_new));
+    const int64_t num_blocks = (c.context + c.block_size - 1) / c.block_size + 3;
+    Cache cache = make_cache(c.dtype, c.block_size, 1, c.head_dim, num_blocks, c.context, rng);
+    cache.view.v = cache.view.k;
+    const std::vector<uint8_t> v_before = cache.v_bytes;
+    auto rows = random_vec(static_cast<size_t>(c.context * c.head_dim), rng);
+    std::vector<int32_t> all_pos(static_cast<size_t>(c.context));
+    std::iota(all_pos.begin(), all_pos.end(), 0);
+    kv_cache_write(cache.view, cache.block_table, all_pos.data(), c.context, rows.data(), nullptr);
+    EXPECT_EQ(cache.v_bytes, v_before) << "the unused V array was written";
+    const int64_t history = c.context - c.num_new;
+    const std::vector<int32_t> pos(all_pos.begin() + history, all_pos.end());
+    const auto q = random_vec(static_cast<size_t>(c.num_new * c.n_heads * c.head_dim), rng);
+    round_rows(c.dtype, rows, c.head_dim);
+    std::vector<float> q_conv = q;
+    round_rows(c.dtype, q_conv, c.head_dim);
+    for (const bool online : {false, true}) {
+      AttentionParams params{c.n_heads, 0.125f};
+      params.online_softmax = online;
+      std::vector<float> want(q.size(), NAN);
+      {
+        IsaGuard guard(Isa::kScalar);
+        paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                        want.data());
+      }
+      std::vector<double> slack;
+      const auto expected = dense_attention(c.dtype, q_conv, pos, rows, rows, c.n_heads, 1,
+                                            c.head_dim, c.block_size, online, params.scale, &slack);
+      const double tol = c.dtype == DType::kQ8_0 ? 4e-6 : 1e-6;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(want[i], expected[i], tol * (1 + std::fabs(expected[i])) + slack[i]) << i;
+      for (Isa isa : supported_isas()) {
+        IsaGuard guard(isa);
+        std::vector<float> got(q.size(), NAN);
+        paged_attention(q.data(), c.num_new, pos.data(), cache.view, cache.block_table, params,
+                        got.data());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << isa_name(isa);
+      }
+    }
+  }
+}
 
 // Sliding windows and soft-capped scores (Gemma 2, Mistral, Phi-3): against a double-precision
 // oracle on an f32 cache, where a query at position p sees keys [p - window + 1, p] and each

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -363,6 +364,46 @@ TEST(AddInplaceTest, Adds) {
   add_inplace(y.data(), x.data(), 101);
   for (size_t i = 0; i < y.size(); ++i)
     EXPECT_EQ(y[i], orig[i] + x[i]);
+}
+
+// head_matmul: y(t, h) = x(t, h) · w_h for strided heads (MLA's absorbed projections), against a
+// double formula; outputs outside the heads' rows untouched; several threads (heads split) and
+// one token at a time give the same bits as the batch.
+TEST(HeadMatmulTest, MatchesFormulaAndBatchedEqualsAlone) {
+  const int64_t heads = 5, in = 24, out = 40, T = 7;
+  const HeadRows xs{heads * 32 + 3, 32}, ys{heads * 48, 48};  // padded, offset rows
+  const auto w = random_vec(static_cast<size_t>(heads * in * out), 11, 0.3f);
+  const auto x = random_vec(static_cast<size_t>(T * xs.token_stride), 12);
+  std::vector<float> y(static_cast<size_t>(T * ys.token_stride), -7.0f);
+  head_matmul(w.data(), heads, in, out, x.data() + 3, xs, T, y.data() + 2, ys);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* xr = x.data() + 3 + t * xs.token_stride + h * xs.head_stride;
+      const float* yr = y.data() + 2 + t * ys.token_stride + h * ys.head_stride;
+      for (int64_t r = 0; r < out; ++r) {
+        double want = 0, mag = 0;
+        for (int64_t c = 0; c < in; ++c) {
+          want += double(xr[c]) * w[static_cast<size_t>((h * in + c) * out + r)];
+          mag += std::fabs(double(xr[c]) * w[static_cast<size_t>((h * in + c) * out + r)]);
+        }
+        ASSERT_NEAR(yr[r], want, 1e-6 * mag + 1e-7) << t << " " << h << " " << r;
+      }
+      EXPECT_EQ(yr[-1], -7.0f);  // (head 0: y's own first elements; others: the pad)
+      EXPECT_EQ(yr[out], -7.0f);
+    }
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<float> alone(static_cast<size_t>(ys.token_stride), -7.0f);
+    head_matmul(w.data(), heads, in, out, x.data() + 3 + t * xs.token_stride, xs, 1,
+                alone.data() + 2, ys);
+    for (int64_t h = 0; h < heads; ++h) {
+      ASSERT_EQ(std::memcmp(alone.data() + 2 + h * ys.head_stride,
+                            y.data() + 2 + t * ys.token_stride + h * ys.head_stride,
+                            static_cast<size_t>(out) * sizeof(float)),
+                0)
+          << t << " " << h;
+    }
+  }
 }
 
 }  // namespace

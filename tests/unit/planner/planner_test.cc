@@ -10,7 +10,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
+#include "backend/kv_storage.h"
+#include "model/model_config.h"
 #include "planner/capacity.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
@@ -94,6 +97,31 @@ TEST(PlanModel, KvBytesPerToken) {
   // MLA: the latent and the rope key, the same on every rank.
   EXPECT_EQ(preset("deepseek-v3").kv_elements_per_token(1) * 2, 61 * (512 + 64) * 2);
   EXPECT_EQ(preset("deepseek-v3").kv_elements_per_token(8) * 2, 61 * (512 + 64) * 2);
+}
+
+// The planner's KV bytes per token are the engine's: KvStorage's bytes per block for
+// model::kv_layout (what Engine::create sizes its cache with) over the block size, for GQA and for
+// MLA (whose cache is the rope key + the kv_lora_rank latent per layer), in every cache dtype.
+TEST(PlanModel, KvBytesPerTokenAreTheEngineCaches) {
+  const std::pair<tensor::DType, double> dtypes[] = {{tensor::DType::kF32, 4.0},
+                                                     {tensor::DType::kF16, 2.0},
+                                                     {tensor::DType::kBF16, 2.0},
+                                                     {tensor::DType::kQ8_0, 34.0 / 32.0}};
+  for (const char* name : {"llama-2-7b", "llama-2-70b", "deepseek-v3"}) {
+    const PlanModel m = preset(name);
+    for (const auto& [dtype, per_value] : dtypes) {
+      auto block = backend::KvStorage::bytes_per_block(model::kv_layout(m.config), 16, dtype);
+      ASSERT_TRUE(block.ok()) << name << ": " << block.status().to_string();
+      EXPECT_EQ(m.kv_elements_per_token(1) * per_value, static_cast<double>(*block) / 16) << name;
+    }
+  }
+  // DeepSeek-V3's latent against the equivalent multi-head cache (61 layers x 128 heads x (192-dim
+  // key + 128-dim value)): 61 x 576 values against 61 x 40960, 71.1x fewer bytes.
+  const PlanModel ds = preset("deepseek-v3");
+  EXPECT_EQ(model::mha_kv_bytes_per_token(ds.config, tensor::DType::kF16), 61.0 * 128 * 320 * 2);
+  EXPECT_NEAR(model::mha_kv_bytes_per_token(ds.config, tensor::DType::kF16) /
+                  (ds.kv_elements_per_token(1) * 2),
+              40960.0 / 576, 1e-9);
 }
 
 TEST(Roofline, DecodeStepIsWeightsPlusKvOverBandwidth) {

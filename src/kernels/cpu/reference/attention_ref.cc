@@ -141,7 +141,7 @@ void kv_cache_write(const KvLayerView& kv, std::span<const int32_t> block_table,
       const int64_t src = (t * kv.n_kv_heads + h) * kv.head_dim;
       const size_t dst = row_offset(kv, row_bytes, block, h, slot);
       store_row(kv, static_cast<uint8_t*>(kv.k) + dst, k + src, f16_row);
-      store_row(kv, static_cast<uint8_t*>(kv.v) + dst, v + src, f16_row);
+      if (kv.v != kv.k) store_row(kv, static_cast<uint8_t*>(kv.v) + dst, v + src, f16_row);
     }
   }
 }

@@ -36,6 +36,9 @@ void softmax(float* x, int64_t rows, int64_t dim);
 void add_inplace(float* y, const float* x, int64_t n);
 void weighted_row_sum(const float* src, const int32_t* index, const float* weights, int64_t rows,
                       int64_t k, int64_t dim, float* out);
+// head_matmul (ops.h) for heads [h0, h1).
+void head_matmul(const float* w, int64_t h0, int64_t h1, int64_t in_dim, int64_t out_dim,
+                 const float* x, HeadRows xs, int64_t num_tokens, float* y, HeadRows ys);
 // The sum of p[0, n) mod 2^64 (the bandwidth probe's read loop).
 uint64_t sum_u64(const uint64_t* p, size_t n);
 
