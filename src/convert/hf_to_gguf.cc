@@ -44,13 +44,35 @@ int64_t rows_of(const OutTensor& t) {
   return rows;
 }
 
-// Pointer to the source bytes of output row `r`.
-const uint8_t* source_row(const OutTensor& t, int64_t r, uint64_t in_row_bytes) {
+// The part holding output row `r`, and the row within it.
+std::pair<const HfTensor*, int64_t> source_row(const OutTensor& t, int64_t r) {
   const int64_t rows_per_part = rows_of(t) / static_cast<int64_t>(t.parts.size());
   const HfTensor* part = t.parts[static_cast<size_t>(r / rows_per_part)];
   int64_t row = r % rows_per_part;
   if (t.permute_heads > 0) row = gguf_qk_source_row(row, rows_per_part, t.permute_heads);
-  return part->data + static_cast<uint64_t>(row) * in_row_bytes;
+  return {part, row};
+}
+
+// True if a part's rows are not its values alone: a repacked act-order (input order) or
+// asymmetric (zero term) GPTQ/AWQ matrix, dequantised with kernels::dequantize_weight_row.
+bool needs_weight_rows(const OutTensor& t) {
+  return std::any_of(t.parts.begin(), t.parts.end(), [](const HfTensor* p) {
+    return p->input_order != nullptr || p->zero_term != nullptr;
+  });
+}
+
+kernels::WeightView weight_view(const HfTensor& t, uint64_t row_bytes) {
+  kernels::WeightView w;
+  w.dtype = t.dtype;
+  w.rows = t.dims[1];
+  w.cols = t.dims[0];
+  w.row_bytes = static_cast<size_t>(row_bytes);
+  w.data = t.data;
+  w.input_order = t.input_order;
+  w.zero_term = t.zero_term;
+  w.zero_group = t.zero_group;
+  w.zero_stride = t.dims[1];
+  return w;
 }
 
 struct SharedProgress {
@@ -80,7 +102,7 @@ Status write_tensor(const ConvertState& state, const OutTensor& t, DType out_typ
   const int64_t rows = rows_of(t);
   const uint64_t in_row = *tensor::row_size_bytes(in_type, nx);  // checked when planning
   const uint64_t out_row = *tensor::row_size_bytes(out_type, nx);
-  const bool copy = in_type == out_type;
+  const bool copy = in_type == out_type && !needs_weight_rows(t);
   const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkElements / nx));
   std::vector<uint8_t> out(static_cast<size_t>(std::min(rows, rows_per_chunk)) * out_row);
   for (int64_t first = 0; first < rows; first += rows_per_chunk) {
@@ -90,15 +112,22 @@ Status write_tensor(const ConvertState& state, const OutTensor& t, DType out_typ
 #pragma omp parallel num_threads(state.num_threads)
     {
       std::vector<float> row(copy ? 0 : static_cast<size_t>(nx));
+      std::vector<float> scratch(copy ? 0 : static_cast<size_t>(nx));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < count; ++r) {
-        const uint8_t* src = source_row(t, first + r, in_row);
+        const auto [part, part_row] = source_row(t, first + r);
+        const uint8_t* src = part->data + static_cast<uint64_t>(part_row) * in_row;
         uint8_t* out_ptr = dst + static_cast<uint64_t>(r) * out_row;
         if (copy) {
           std::memcpy(out_ptr, src, in_row);
           continue;
         }
-        kernels::dequantize_row(in_type, src, row.data(), static_cast<int64_t>(nx));
+        if (part->input_order != nullptr || part->zero_term != nullptr) {
+          kernels::dequantize_weight_row(weight_view(*part, in_row), part_row, row.data(),
+                                         scratch.data());
+        } else {
+          kernels::dequantize_row(in_type, src, row.data(), static_cast<int64_t>(nx));
+        }
         bool finite = true;
         for (float v : row)
           finite &= std::isfinite(v);
@@ -476,7 +505,9 @@ Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> ch
     d.name = t.name;
     d.n_dims = static_cast<uint32_t>(t.n_dims);
     std::copy(t.dims, t.dims + 4, d.dims);
-    d.dtype = t.parts.front()->dtype;
+    // An act-order or zero-term part is planned as the F32 it dequantises to (its blocks alone are
+    // not its values in file order, so they cannot be copied).
+    d.dtype = needs_weight_rows(t) ? DType::kF32 : t.parts.front()->dtype;
     descs.push_back(d);
   }
   QuantizedModel out;
@@ -504,7 +535,7 @@ Result<QuantizedModel> build_gguf_from_hf(std::shared_ptr<const HfCheckpoint> ch
     // Tensors llama.cpp never quantises (norms, rope factors, the MoE router) are written as F32,
     // as its converter does; the others get the mix's type.
     if (!is_quantizable(descs[i])) plan.dtype = DType::kF32;
-    plan.quantize = plan.dtype != in_type;
+    plan.quantize = plan.dtype != in_type || needs_weight_rows(t);
     if (!kernels::can_dequantize(in_type) || !kernels::can_quantize(plan.dtype)) {
       return unimplemented("tensor '{}': cannot convert {} to {}", t.name,
                            tensor::dtype_name(in_type), tensor::dtype_name(plan.dtype));

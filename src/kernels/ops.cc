@@ -53,6 +53,65 @@ uint8_t* act_buffer(size_t bytes) {
   return reinterpret_cast<uint8_t*>((p + 63) & ~static_cast<uintptr_t>(63));
 }
 
+// x[0] + ... + x[n - 1] in 8 interleaved partial sums (vectorised; a fixed order).
+float sum_floats(const float* x, int64_t n) {
+  float part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l)
+      part[l] += x[i + l];
+  }
+  for (; i < n; ++i)
+    part[0] += x[i];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// y[r] += sum_g z[g * stride + r] * sums[g] for r in [r0, r1): a weight's zero term (weight_view.h)
+// for one token, 64 rows at a time accumulated in registers over the groups.
+[[gnu::always_inline]] inline void zero_term_rows(float* y, const float* z, int64_t stride,
+                                                  const float* sums, int64_t groups, int64_t r0,
+                                                  int64_t r1) {
+  constexpr int64_t kRows = 64;
+  for (int64_t rb = r0; rb < r1; rb += kRows) {
+    const int64_t n = std::min(kRows, r1 - rb);
+    float acc[kRows] = {};
+    for (int64_t g = 0; g < groups; ++g) {
+      const float s = sums[g];
+      const float* zg = z + g * stride + rb;
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] += zg[i] * s;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      y[rb + i] += acc[i];
+  }
+}
+
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void zero_term_rows_avx2(float* y, const float* z, int64_t stride,
+                                                     const float* sums, int64_t groups, int64_t r0,
+                                                     int64_t r1) {
+  zero_term_rows(y, z, stride, sums, groups, r0, r1);
+}
+#endif
+
+void zero_term_rows_baseline(float* y, const float* z, int64_t stride, const float* sums,
+                             int64_t groups, int64_t r0, int64_t r1) {
+  zero_term_rows(y, z, stride, sums, groups, r0, r1);
+}
+
+// AVX2 + FMA when the active kernels are x86 SIMD ones (isa.h), else the baseline build.
+void add_zero_term(float* y, const float* z, int64_t stride, const float* sums, int64_t groups,
+                   int64_t r0, int64_t r1) {
+#if defined(__x86_64__)
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx2 || isa == Isa::kAvx512 || isa == Isa::kAmx) {
+    zero_term_rows_avx2(y, z, stride, sums, groups, r0, r1);
+    return;
+  }
+#endif
+  zero_term_rows_baseline(y, z, stride, sums, groups, r0, r1);
+}
+
 int threads_for(int64_t work) {
   const int64_t useful = std::max<int64_t>(1, work / kMinWorkPerThread);
   return static_cast<int>(std::min<int64_t>(team_detail::available_threads(), useful));
@@ -72,6 +131,7 @@ void check_weight(const WeightView& w) {
   auto row_bytes = tensor::row_size_bytes(w.dtype, static_cast<uint64_t>(w.cols));
   PAGODA_CHECK(row_bytes.ok() && *row_bytes == w.row_bytes);
   PAGODA_CHECK(w.data != nullptr || w.rows == 0);
+  PAGODA_CHECK(w.zero_term == nullptr || (w.zero_group > 0 && w.zero_stride >= w.rows));
 }
 
 }  // namespace
@@ -156,8 +216,13 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   constexpr size_t kMaxJobs = 8;
   PAGODA_CHECK(jobs.size() <= kMaxJobs && kMaxJobs < team_detail::OpShared::kCounters);
   const cpu::CpuKernels& k = cpu::active_kernels();
-  // Distinct activation layouts (Q4_K_M mixes Q4_K and Q6_K: both read Q8_K) and each job's.
+  // Distinct activation layouts (Q4_K_M mixes Q4_K and Q6_K: both read Q8_K) and each job's. A
+  // weight with an input order (act-order GPTQ) reads its own converted rows, of x gathered; one
+  // with a zero term also reads each row's sums over its zero groups (after the converted rows).
   cpu::ActLayout layouts[kMaxJobs];
+  const int32_t* layout_order[kMaxJobs];
+  int64_t layout_zero_group[kMaxJobs];
+  size_t layout_sums[kMaxJobs];  // offset of the [m, zero groups] f32 sums, when zero_group > 0
   size_t layout_offset[kMaxJobs];
   size_t grouped_bytes[kMaxJobs];
   size_t job_layout[kMaxJobs];
@@ -172,10 +237,14 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
     PAGODA_CHECK(w.cols == cols && jobs[j].y != nullptr);
     const cpu::ActType type = cpu::act_type_for(w.dtype);
     size_t li = 0;
-    while (li < num_layouts && layouts[li].type != type)
+    const int64_t zero_group = w.zero_term != nullptr ? w.zero_group : 0;
+    while (li < num_layouts && (layouts[li].type != type || layout_order[li] != w.input_order ||
+                                layout_zero_group[li] != zero_group))
       ++li;
     if (li == num_layouts) {
       layouts[li] = cpu::act_layout(type, cols);
+      layout_order[li] = w.input_order;
+      layout_zero_group[li] = zero_group;
       grouped_bytes[li] = 0;
       ++num_layouts;
     }
@@ -193,18 +262,54 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
   for (size_t li = 0; li < num_layouts; ++li) {  // each layout's rows, then its grouped form
     layout_offset[li] = bytes;
     bytes += static_cast<size_t>(m) * layouts[li].row_bytes + grouped_bytes[li];
+    layout_sums[li] = (bytes + 63) / 64 * 64;
+    if (layout_zero_group[li] > 0) {  // (64-byte aligned, as every layout's rows)
+      const auto groups =
+          static_cast<size_t>((cols + layout_zero_group[li] - 1) / layout_zero_group[li]);
+      bytes = (layout_sums[li] + static_cast<size_t>(m) * groups * sizeof(float) + 63) / 64 * 64;
+    }
     layouts[li].grouped = grouped_bytes[li] > 0;
     any_grouped = any_grouped || layouts[li].grouped;
   }
   const int nth = rows_total >= 16 ? threads_for(work) : 1;
+  // Input orders gather one x row at a time into a slot of cols floats per converting thread.
+  bool any_gather = false;  // (also the zero terms' rows, summed from the slot)
+  for (size_t li = 0; li < num_layouts; ++li)
+    any_gather = any_gather || layout_order[li] != nullptr || layout_zero_group[li] > 0;
+  const size_t gather_offset = (bytes + 63) / 64 * 64;
+  const size_t gather_slot_bytes = (static_cast<size_t>(cols) * sizeof(float) + 63) / 64 * 64;
+  if (any_gather) bytes = gather_offset + static_cast<size_t>(nth) * gather_slot_bytes;
   int64_t job_items[kMaxJobs];  // chunks of kDynamicRows rows per job (dynamic schedule)
   for (size_t j = 0; j < jobs.size(); ++j)
     job_items[j] = (jobs[j].w->rows + kDynamicRows - 1) / kDynamicRows;
-  const auto quantize = [&](uint8_t* acts, int64_t m0, int64_t m1) {
+  // Converts x rows [m0, m1) for every layout; `slot`: the calling thread's gather slot.
+  const auto quantize = [&](uint8_t* acts, int64_t m0, int64_t m1, int slot) {
     for (size_t li = 0; li < num_layouts; ++li) {
       const cpu::ActLayout& l = layouts[li];
-      k.quantize_acts(l, x + m0 * cols, m1 - m0,
-                      acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes);
+      uint8_t* dst = acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes;
+      const int32_t* order = layout_order[li];
+      const int64_t zg = layout_zero_group[li];
+      if (order == nullptr && zg == 0) {
+        k.quantize_acts(l, x + m0 * cols, m1 - m0, dst);
+        continue;
+      }
+      auto* g = reinterpret_cast<float*>(acts + gather_offset +
+                                         static_cast<size_t>(slot) * gather_slot_bytes);
+      for (int64_t r = m0; r < m1; ++r, dst += l.row_bytes) {
+        const float* xr = x + r * cols;
+        if (order != nullptr) {
+          for (int64_t c = 0; c < cols; ++c)
+            g[c] = xr[order[c]];
+          xr = g;
+        }
+        k.quantize_acts(l, xr, 1, dst);
+        if (zg > 0) {
+          const int64_t groups = (cols + zg - 1) / zg;
+          float* sums = reinterpret_cast<float*>(acts + layout_sums[li]) + r * groups;
+          for (int64_t gr = 0; gr < groups; ++gr)
+            sums[gr] = sum_floats(xr + gr * zg, std::min(zg, cols - gr * zg));
+        }
+      }
     }
   };
   // Part `part` of `parts` of every grouped layout's grouped form (it follows the layout's rows).
@@ -221,11 +326,19 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
     const WeightView& w = *jobs[j].w;
     const size_t li = job_layout[j];
     fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0, r1);
+    if (layout_zero_group[li] > 0) {  // + the zero term: y[t][r] += sum_g z(g, r) sums[t][g]
+      const int64_t groups = w.zero_groups();
+      const auto* sums = reinterpret_cast<const float*>(acts + layout_sums[li]);
+      for (int64_t t = 0; t < m; ++t) {
+        add_zero_term(jobs[j].y + t * w.rows, w.zero_term, w.zero_stride, sums + t * groups, groups,
+                      r0, r1);
+      }
+    }
   };
   if (nth == 1) {  // on one thread: the caller, or the team's first
     team_detail::run_first([&] {
       uint8_t* acts = act_buffer(bytes);
-      quantize(acts, 0, m);
+      quantize(acts, 0, m, 0);
       group(acts, 0, 1);
       for (size_t j = 0; j < jobs.size(); ++j)
         run_rows(j, acts, 0, jobs[j].w->rows);
@@ -247,12 +360,12 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
       shared.buffer = act_buffer(bytes);
       for (auto& c : shared.counters)
         c.store(0, std::memory_order_relaxed);
-      if (!split_quantize) quantize(shared.buffer, 0, m);
+      if (!split_quantize) quantize(shared.buffer, 0, m, 0);
     });
     t.sync();
     uint8_t* acts = shared.buffer;
     if (split_quantize) {
-      if (ith < n) quantize(acts, m * ith / n, m * (ith + 1) / n);
+      if (ith < n) quantize(acts, m * ith / n, m * (ith + 1) / n, ith);
       t.wrote_all();
       t.sync();
     }
@@ -300,7 +413,8 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
 
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out) {
   check_weight(table);
-  PAGODA_CHECK(n >= 0);
+  // Loaders refuse act-order and zero-term tables (loader/hf/hf_checkpoint.cc).
+  PAGODA_CHECK(n >= 0 && table.input_order == nullptr && table.zero_term == nullptr);
   for (int64_t i = 0; i < n; ++i)
     PAGODA_CHECK(ids[i] >= 0 && ids[i] < table.rows);
   cpu::reference::get_rows(table, ids, n, out);

@@ -2,6 +2,8 @@
 // scalar reference exists so far; ISA-specific paths will be chosen here at startup.
 #include "kernels/quant.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 #include "kernels/cpu/reference/quant_ref.h"
 
@@ -43,6 +45,19 @@ void quantize_row(tensor::DType dtype, const float* src, void* dst, int64_t n) {
   PAGODA_CHECK(can_quantize(dtype));
   PAGODA_CHECK(n >= 0 && n % tensor::dtype_info(dtype).block_size == 0);
   cpu::reference::quantize_row(dtype, src, dst, n);
+}
+
+void dequantize_weight_row(const WeightView& w, int64_t r, float* out, float* scratch) {
+  PAGODA_CHECK(r >= 0 && r < w.rows && (w.input_order == nullptr || scratch != nullptr));
+  float* stored = w.input_order != nullptr ? scratch : out;
+  dequantize_row(w.dtype, w.row(r), stored, w.cols);
+  for (int64_t g = 0; g < w.zero_groups(); ++g) {
+    const float z = w.zero_term[g * w.zero_stride + r];
+    for (int64_t j = g * w.zero_group; j < std::min(w.cols, (g + 1) * w.zero_group); ++j)
+      stored[j] += z;
+  }
+  for (int64_t j = 0; w.input_order != nullptr && j < w.cols; ++j)
+    out[w.input_order[j]] = stored[j];
 }
 
 }  // namespace pagoda::kernels

@@ -17,6 +17,7 @@ bool RequantizedTensorSource::converts(const model::TensorRef& ref, tensor::DTyp
     return false;
   }
   if (name == "token_embd.weight") return false;  // a lookup table, not a matmul
+  if (ref.zero_term != nullptr) return false;     // rows alone are not its values (GPTQ / AWQ)
   const tensor::DTypeInfo& from = tensor::dtype_info(ref.dtype);
   const tensor::DTypeInfo& to = tensor::dtype_info(dtype);
   if (ref.dims[0] % to.block_size != 0) return false;

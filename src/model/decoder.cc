@@ -43,13 +43,8 @@ Result<std::vector<kernels::WeightView>> bind_experts(const WeightBinder& b, int
   }
   return out;
 }
-// Rows [r0, r0 + n) of w: a matrix of its own (rows are stored one after another).
-kernels::WeightView row_slice(const kernels::WeightView& w, int64_t r0, int64_t n) {
-  kernels::WeightView out = w;
-  out.rows = n;
-  out.data = w.data + static_cast<size_t>(r0) * w.row_bytes;
-  return out;
-}
+
+using kernels::row_slice;  // rows [r0, r0 + n) of w: a matrix of its own
 
 Result<MlaWeights> bind_mla(const ModelConfig& c, const WeightBinder& b, int32_t i) {
   const int64_t hidden = c.hidden_dim, heads = c.num_heads, hd = c.head_dim;

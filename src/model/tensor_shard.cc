@@ -15,10 +15,7 @@ namespace pagoda::model {
 namespace {
 
 kernels::WeightView rows_of(const kernels::WeightView& w, int64_t r0, int64_t n) {
-  kernels::WeightView out = w;
-  out.rows = n;
-  out.data = w.data + static_cast<size_t>(r0) * w.row_bytes;
-  return out;
+  return kernels::row_slice(w, r0, n);
 }
 
 std::vector<float> part_of(const std::vector<float>& v, int64_t begin, int64_t n) {
@@ -31,6 +28,12 @@ Result<kernels::WeightView> columns_of(const kernels::WeightView& w, int64_t c0,
                                        std::vector<std::vector<uint8_t>>& owned) {
   const tensor::DTypeInfo& info = tensor::dtype_info(w.dtype);
   const int64_t block = info.block_size;
+  if (w.input_order != nullptr || w.zero_term != nullptr) {
+    return unimplemented(
+        "tensor '{}' cannot be split by tensor parallelism: its input columns are stored in "
+        "act-order or with a zero-point term (GPTQ / AWQ)",
+        std::string(w.name));
+  }
   if (c0 % block != 0 || n % block != 0) {
     return invalid_argument(
         "tensor '{}' ({}) cannot be split by tensor parallelism: its {} input columns split into "

@@ -22,6 +22,15 @@ struct TensorRef {
   int64_t dims[4] = {1, 1, 1, 1};
   const uint8_t* data = nullptr;
   uint64_t size_bytes = 0;
+  // Optional [dims[0]], for a matrix only: stored column j holds input input_order[j]
+  // (kernels::WeightView::input_order; act-order GPTQ repacked by loader/hf). Readers that take
+  // the columns in file order must apply it (or refuse the tensor).
+  const int32_t* input_order = nullptr;
+  // Optional, for a matrix only: the zero term of an asymmetric GPTQ/AWQ weight,
+  // [ceil(dims[0] / zero_group), dims[1]] f32 (kernels::WeightView::zero_term, its stride dims[1]).
+  // Readers that dequantise the matrix must add it (kernels::dequantize_weight_row does both).
+  const float* zero_term = nullptr;
+  int64_t zero_group = 0;
 };
 
 class TensorSource {

@@ -27,6 +27,12 @@ Result<const TensorRef*> WeightBinder::lookup(const std::string& name, int32_t n
                               dims_str(t->n_dims, t->dims), dims_str(n_dims, dims));
     }
   }
+  if ((t->input_order != nullptr || t->zero_term != nullptr) && n_dims != 2) {
+    return unimplemented(
+        "tensor '{}' has an act-order input order or a zero-point term, which only a matrix can "
+        "have",
+        name);
+  }
   if (!kernels::can_dequantize(t->dtype)) {
     return unimplemented("tensor '{}' has type {}, which pagoda cannot compute with yet", name,
                          tensor::dtype_name(t->dtype));
@@ -58,6 +64,10 @@ Result<kernels::WeightView> WeightBinder::matrix(const std::string& name, int64_
   w.row_bytes = static_cast<size_t>(*tensor::row_size_bytes(t->dtype, static_cast<uint64_t>(cols)));
   w.data = t->data;
   w.name = t->name;
+  w.input_order = t->input_order;
+  w.zero_term = t->zero_term;
+  w.zero_group = t->zero_group;
+  w.zero_stride = rows;
   return w;
 }
 

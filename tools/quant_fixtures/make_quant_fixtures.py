@@ -10,7 +10,8 @@ byte-level tokenizer plus one special) is written per case in the packing its me
   GPTQ   (AutoGPTQ / GPTQModel) qweight I32 [in*bits/32, out], qzeros I32 [groups, out*bits/32],
          scales F16 [groups, out], g_idx I32 [in]; W = scales[g_idx[k]] * (q - z); v1 checkpoints
          ("checkpoint_format": "gptq") store z - 1, gptq_v2 stores z. Act-order (desc_act)
-         assigns groups along a random permutation of the inputs.
+         assigns groups along a random permutation of the inputs (group sizes 32 and 48: pagoda
+         stores the first with its inputs sorted by group, the second in F32).
   AWQ    (AutoAWQ GEMM) qweight I32 [in, out/8] with the nibble order [0, 2, 4, 6, 1, 3, 5, 7],
          qzeros I32 [in/group, out/8] the same way, scales F16 [in/group, out]; W = s * (q - z).
   FP8    float8_e4m3fn weights with weight_scale (compressed-tensors "float-quantized", tensor or
@@ -45,6 +46,13 @@ LINEARS = [("self_attn.q_proj", HEADS * HEAD_DIM, HIDDEN),
            ("mlp.gate_proj", FFN, HIDDEN),
            ("mlp.up_proj", FFN, HIDDEN),
            ("mlp.down_proj", HIDDEN, FFN)]
+
+# Mixtral-style MoE (the "moe" cases): attention as above, a router and EXPERTS SwiGLU experts.
+EXPERTS, EXPERTS_USED = 4, 2
+MOE_LINEARS = LINEARS[:4] + [(f"block_sparse_moe.experts.{e}.{w}", r, c)
+                             for e in range(EXPERTS)
+                             for w, r, c in (("w1", FFN, HIDDEN), ("w3", FFN, HIDDEN),
+                                             ("w2", HIDDEN, FFN))]
 
 NF4_CODE = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
                      -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
@@ -347,22 +355,38 @@ CASES = {
                          "sym": True, "checkpoint_format": "gptq"}, "Q4_0"),
     "gptq-4b-g64-asym-v1": (gptq_linear, {"bits": 4, "group_size": 64, "sym": False, "v1": True},
                             {"quant_method": "gptq", "bits": 4, "group_size": 64,
-                             "desc_act": False, "sym": False}, "Q5_0"),
+                             "desc_act": False, "sym": False}, "Q4_0"),
     "gptq-4b-g32-actorder-v2": (gptq_linear, {"bits": 4, "group_size": 32, "sym": False,
                                                "v1": False, "desc_act": True},
                                  {"quant_method": "gptq", "bits": 4, "group_size": 32,
                                   "desc_act": True, "sym": False,
-                                  "checkpoint_format": "gptq_v2"}, "F32"),
+                                  "checkpoint_format": "gptq_v2"}, "Q4_0"),
+    "gptq-4b-g32-sym-actorder": (gptq_linear, {"bits": 4, "group_size": 32, "sym": True,
+                                                "v1": True, "desc_act": True},
+                                  {"quant_method": "gptq", "bits": 4, "group_size": 32,
+                                   "desc_act": True, "sym": True}, "Q4_0"),
+    "gptq-4b-g48-actorder": (gptq_linear, {"bits": 4, "group_size": 48, "sym": True, "v1": True,
+                                           "desc_act": True},
+                             {"quant_method": "gptq", "bits": 4, "group_size": 48,
+                              "desc_act": True, "sym": True}, "F32"),
     "gptq-8b-gall-sym": (gptq_linear, {"bits": 8, "group_size": -1, "sym": True, "v1": True},
                          {"quant_method": "gptq", "bits": 8, "group_size": -1, "desc_act": False,
                           "sym": True, "format": "gptq"}, "Q8_0"),
     "gptq-8b-g32-asym-v2": (gptq_linear, {"bits": 8, "group_size": 32, "sym": False, "v1": False},
                             {"quant_method": "gptq", "bits": 8, "group_size": 32,
                              "desc_act": False, "sym": False, "checkpoint_format": "gptq_v2"},
-                            None),
+                            "Q8_0"),
     "awq-4b-g32": (awq_linear, {"group_size": 32},
                    {"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True,
-                    "version": "gemm"}, "Q5_0"),
+                    "version": "gemm"}, "Q4_0"),
+    "gptq-4b-g32-sym-actorder-mixtral": (gptq_linear, {"bits": 4, "group_size": 32, "sym": True,
+                                                        "v1": True, "desc_act": True,
+                                                        "moe": True},
+                                          {"quant_method": "gptq", "bits": 4, "group_size": 32,
+                                           "desc_act": True, "sym": True}, "Q4_0"),
+    "awq-4b-g32-mixtral": (awq_linear, {"group_size": 32, "moe": True},
+                           {"quant_method": "awq", "bits": 4, "group_size": 32,
+                            "zero_point": True, "version": "gemm"}, "Q4_0"),
     "fp8-ct-tensor": (fp8_linear, {"strategy": "tensor"},
                       {"quant_method": "compressed-tensors", "format": "float-quantized",
                        "config_groups": {"group_0": {
@@ -421,11 +445,15 @@ def make_case(out_root, name, seed):
              "lm_head.weight": (rng.standard_normal((V, HIDDEN)) / math.sqrt(HIDDEN))
              .astype(np.float16)}
     quant, ref = {}, {}
+    moe = spec.get("moe", False)
     for layer in range(LAYERS):
         p = f"model.layers.{layer}."
         for norm in ("input_layernorm", "post_attention_layernorm"):
             plain[p + norm + ".weight"] = (1 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float16)
-        for lin, rows, cols in LINEARS:
+        if moe:
+            plain[p + "block_sparse_moe.gate.weight"] = (
+                rng.standard_normal((EXPERTS, HIDDEN)) / math.sqrt(HIDDEN)).astype(np.float16)
+        for lin, rows, cols in (MOE_LINEARS if moe else LINEARS):
             tensors, w = maker(rng, rows, cols, spec)
             for suffix, t in tensors.items():
                 quant[f"{p}{lin}.{suffix}"] = t
@@ -439,14 +467,24 @@ def make_case(out_root, name, seed):
     qt.update({n: ("F16", a) for n, a in plain.items()})
     write_safetensors(os.path.join(qdir, "model.safetensors"), qt)
     config = base_config()
+    if moe:
+        config.update(architectures=["MixtralForCausalLM"], model_type="mixtral",
+                      num_local_experts=EXPERTS, num_experts_per_tok=EXPERTS_USED)
     write_json(os.path.join(fdir, "config.json"), config)
     write_json(os.path.join(qdir, "config.json"), dict(config, quantization_config=qcfg))
     ft = {n: ("F32", a.astype(np.float32)) for n, a in plain.items()}
     ft.update({n: ("F32", a) for n, a in ref.items()})
     write_safetensors(os.path.join(fdir, "model.safetensors"), ft)
     tokens = [int(t) for t in rng.integers(0, 256, size=12)]
+    # Act-order groups stored contiguously (a block type) come with an input order; 4-bit zero
+    # points with a zero term (8-bit ones only where q - z leaves Q8_0's range: not checked).
+    block = expect is not None and expect.startswith("Q")
+    ordered = bool(spec.get("desc_act")) and block
+    asym = maker is awq_linear or (maker is gptq_linear and not spec["sym"])
+    zero_term = None if maker is gptq_linear and spec["bits"] == 8 else (asym and block)
     return {"name": name, "dir": name, "reference_dir": name + ".f32", "dtype": expect,
-            "tokens": tokens, "quantized": sorted(ref)}
+            "ordered": ordered, "zero_term": zero_term, "tokens": tokens,
+            "quantized": sorted(ref)}
 
 
 def edit_tensors(path, fn):

@@ -626,6 +626,23 @@ Status HfCheckpoint::map_tensors() {
         repacked_.push_back(std::move(repacked->bytes));
         out.data = repacked_.back().data();
         out.size_bytes = repacked_.back().size();
+        const bool table = out.gguf_name.find("embd") != std::string::npos ||
+                           out.gguf_name.starts_with("token_types");
+        if (table && (!repacked->input_order.empty() || !repacked->zero_term.empty())) {
+          return unimplemented(
+              "{}: {} weight \"{}\" is a lookup table with act-order or zero points, which pagoda "
+              "does not support",
+              file, format::hf_quant_method_name(quant_config_->method), hf_name);
+        }
+        if (!repacked->input_order.empty()) {
+          input_orders_.push_back(std::move(repacked->input_order));
+          out.input_order = input_orders_.back().data();
+        }
+        if (!repacked->zero_term.empty()) {
+          zero_terms_.push_back(std::move(repacked->zero_term));
+          out.zero_term = zero_terms_.back().data();
+          out.zero_group = repacked->zero_group;
+        }
       } else {
         auto dtype = format::SafetensorsFile::compute_dtype(t);
         if (!dtype.ok()) return dtype.status().with_context(file);
@@ -756,6 +773,9 @@ std::unique_ptr<model::TensorSource> make_hf_tensor_source(
       r.dims[i] = t.dims[i];
     r.data = t.data;
     r.size_bytes = t.size_bytes;
+    r.input_order = t.input_order;
+    r.zero_term = t.zero_term;
+    r.zero_group = t.zero_group;
     refs.push_back(r);
   }
   return std::make_unique<model::RefTensorSource>(std::move(refs), std::move(checkpoint));

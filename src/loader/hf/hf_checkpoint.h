@@ -59,6 +59,11 @@ struct HfTensor {
   uint64_t size_bytes = 0;
   int32_t layer = -1;   // blk index, -1 for global tensors
   int32_t expert = -1;  // Mixtral expert index, -1 otherwise
+  // A repacked act-order matrix's [dims[0]] input order, and a repacked asymmetric one's zero
+  // term (model::TensorRef's fields of the same names), or null.
+  const int32_t* input_order = nullptr;
+  const float* zero_term = nullptr;
+  int64_t zero_group = 0;
 };
 
 class HfCheckpoint {
@@ -110,7 +115,9 @@ class HfCheckpoint {
   std::vector<HfTensor> tensors_;
   std::vector<float> rope_freq_factors_;
   std::optional<format::HfQuantConfig> quant_config_;
-  std::vector<std::vector<uint8_t>> repacked_;  // storage of repacked quantised weights
+  std::vector<std::vector<uint8_t>> repacked_;      // storage of repacked quantised weights
+  std::vector<std::vector<int32_t>> input_orders_;  // their act-order input orders
+  std::vector<std::vector<float>> zero_terms_;      // and zero terms
 
   std::vector<std::vector<float>> owned_;  // tensors the checkpoint computed (Gemma's 1 + w)
   double rope_linear_factor_ = 1.0;

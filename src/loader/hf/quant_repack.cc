@@ -1,5 +1,6 @@
-// GPTQ / AWQ (integer codes with per-group F16 scales and zero points) → Q4_0 / Q5_0 / Q8_0 / F32,
-// and the dispatch for every method (the float formats are in float_quant_repack.cc).
+// GPTQ / AWQ (integer codes with per-group F16 scales and zero points) → Q4_0 / Q5_0 / Q8_0 (with
+// an input order for act-order, a zero term for zero points) / F32, and the dispatch for every
+// method (the float formats are in float_quant_repack.cc).
 #include "loader/hf/quant_repack.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ using quant_detail::need;
 
 // Integer codes of one Linear: W[n][k] = scales[g][n] * (q[n][k] - zeros[g][n]), g = group[k].
 struct GroupedInts {
+  int bits = 0;  // of q: 4 or 8
   int64_t rows = 0, cols = 0, num_groups = 0;
   std::vector<uint8_t> q;        // [rows, cols]
   std::vector<int32_t> zeros;    // [num_groups, rows]
@@ -73,6 +75,7 @@ Result<GroupedInts> unpack_gptq(const HfQuantConfig& c, const std::string& p,
   const uint32_t mask = (1u << bits) - 1;
   if (qw->shape.size() != 2) return invalid_argument("tensor \"{}\" is not 2-D", qw->name);
   GroupedInts g;
+  g.bits = bits;
   g.rows = static_cast<int64_t>(qw->shape[1]);
   g.cols = static_cast<int64_t>(qw->shape[0]) * pack;
   PAGODA_RETURN_IF_ERROR(check_dims(qw->name, g.rows, g.cols, max_elements));
@@ -144,6 +147,7 @@ Result<GroupedInts> unpack_awq(const HfQuantConfig& c, const std::string& p,
   PAGODA_ASSIGN_OR_RETURN(const StTensor* sc, need(lookup, p + ".scales", StDType::kF16, used));
   if (qw->shape.size() != 2) return invalid_argument("tensor \"{}\" is not 2-D", qw->name);
   GroupedInts g;
+  g.bits = 4;
   g.cols = static_cast<int64_t>(qw->shape[0]);
   g.rows = static_cast<int64_t>(qw->shape[1]) * 8;
   PAGODA_RETURN_IF_ERROR(check_dims(qw->name, g.rows, g.cols, max_elements));
@@ -203,12 +207,47 @@ void write_block(tensor::DType type, uint16_t s, const int32_t* d, uint8_t* out)
   }
 }
 
+// The inputs sorted by group, stably (a counting sort: groups are in [0, num_groups)).
+std::vector<int32_t> group_order(const GroupedInts& g) {
+  std::vector<size_t> start(static_cast<size_t>(g.num_groups) + 1, 0);
+  for (int32_t gr : g.group)
+    ++start[static_cast<size_t>(gr) + 1];
+  for (size_t i = 1; i < start.size(); ++i)
+    start[i] += start[i - 1];
+  std::vector<int32_t> order(g.group.size());
+  for (size_t k = 0; k < g.group.size(); ++k)
+    order[start[static_cast<size_t>(g.group[k])]++] = static_cast<int32_t>(k);
+  return order;
+}
+
+// The stored group size G when stored column j is in group j / G for every j (groups sorted,
+// each but the last exactly G columns, none empty) and G is a multiple of 32; else 0.
+int64_t regular_group(const GroupedInts& g, const std::vector<int32_t>& order) {
+  const auto col_of = [&order](size_t j) {
+    return order.empty() ? j : static_cast<size_t>(order[j]);
+  };
+  int64_t size = 0;
+  while (size < g.cols && g.group[col_of(static_cast<size_t>(size))] == 0)
+    ++size;
+  if (size == 0 || size % 32 != 0 || (g.cols + size - 1) / size != g.num_groups) return 0;
+  for (int64_t j = 0; j < g.cols; ++j) {
+    if (g.group[col_of(static_cast<size_t>(j))] != j / size) return 0;
+  }
+  return size;
+}
+
 RepackedWeight pack_grouped(const GroupedInts& g) {
   const auto rows = static_cast<size_t>(g.rows), cols = static_cast<size_t>(g.cols);
-  bool uniform = cols % 32 == 0;
+  // Stored column j holds input col_of(j): file order, or sorted by group (act-order).
+  std::vector<int32_t> order;
+  if (!std::is_sorted(g.group.begin(), g.group.end())) order = group_order(g);
+  const auto col_of = [&order](size_t j) {
+    return order.empty() ? j : static_cast<size_t>(order[j]);
+  };
+  bool uniform = cols % 32 == 0;  // every aligned 32-run of stored columns one group's
   for (size_t b = 0; uniform && b < cols; b += 32) {
     for (size_t k = b + 1; k < b + 32; ++k)
-      uniform = uniform && g.group[k] == g.group[b];
+      uniform = uniform && g.group[col_of(k)] == g.group[col_of(b)];
   }
   int32_t lo = 0, hi = 0;
   for (size_t n = 0; n < rows; ++n) {
@@ -221,8 +260,14 @@ RepackedWeight pack_grouped(const GroupedInts& g) {
   RepackedWeight out;
   out.rows = g.rows;
   out.cols = g.cols;
-  if (uniform && lo >= -128 && hi <= 127) {
-    out.dtype = lo >= -8 && hi <= 7     ? tensor::DType::kQ4_0
+  // Levels around the block type's own offset, with the zero points as a term of their own:
+  // s (q - z) = s (q - offset) + s (offset - z), both exact in f32, and so is their sum.
+  const int32_t offset = g.bits == 4 ? 8 : 128;
+  const int64_t zero_group = uniform && g.bits != 0 ? regular_group(g, order) : 0;
+  const bool zero_term = zero_group > 0 && !(lo >= -offset && hi < offset);
+  if (zero_term || (uniform && lo >= -128 && hi <= 127)) {
+    out.dtype = zero_term             ? (g.bits == 4 ? tensor::DType::kQ4_0 : tensor::DType::kQ8_0)
+                : lo >= -8 && hi <= 7 ? tensor::DType::kQ4_0
                 : lo >= -16 && hi <= 15 ? tensor::DType::kQ5_0
                                         : tensor::DType::kQ8_0;
     const size_t block_bytes = tensor::dtype_info(out.dtype).type_size;
@@ -231,12 +276,21 @@ RepackedWeight pack_grouped(const GroupedInts& g) {
     uint8_t* dst = out.bytes.data();
     for (size_t n = 0; n < rows; ++n) {
       for (size_t b = 0; b < cols; b += 32, dst += block_bytes) {
-        const size_t gi = static_cast<size_t>(g.group[b]) * rows + n;
+        const size_t gi = static_cast<size_t>(g.group[col_of(b)]) * rows + n;
+        const int32_t z = zero_term ? offset : g.zeros[gi];
         for (size_t j = 0; j < 32; ++j)
-          d[j] = g.q[n * cols + b + j] - g.zeros[gi];
+          d[j] = g.q[n * cols + col_of(b + j)] - z;
         write_block(out.dtype, g.scales[gi], d, dst);
       }
     }
+    if (zero_term) {  // [groups, rows]: group-major, as the scales
+      out.zero_group = zero_group;
+      out.zero_term.resize(static_cast<size_t>(g.num_groups) * rows);
+      for (size_t i = 0; i < out.zero_term.size(); ++i)
+        out.zero_term[i] =
+            tensor::fp16_to_fp32(g.scales[i]) * static_cast<float>(offset - g.zeros[i]);
+    }
+    out.input_order = std::move(order);
     return out;
   }
   out.dtype = tensor::DType::kF32;

@@ -28,10 +28,18 @@
 //
 // The stored type is the smallest exact one (docs/design-notes.md, "Quantised HF checkpoints"):
 // GPTQ/AWQ with one group per 32-aligned run of inputs become Q4_0 (every q - z in [-8, 7]), Q5_0
-// (in [-16, 15]) or Q8_0 (in [-128, 127]) with the F16 scale as the block scale; act-order
-// groups or wider offsets become F32 (s * (q - z) is exact in f32). FP8 and NF4 become F16 when
-// every value is an F16 (NF4 with dtype float16 always is), else BF16 / F32. INT8 becomes Q8_0
-// when every scale is an F16 and in % 32 == 0, else F16 / F32 as above.
+// (in [-16, 15]) or Q8_0 (in [-128, 127]) with the F16 scale as the block scale. Zero points
+// other than the type's own offset (asymmetric 4-bit: AWQ, GPTQ sym=false; 8-bit) keep the
+// fastest block type instead: Q4_0 levels q - 8 (Q8_0: q - 128) with the scale s, and a zero term
+// s * (8 - z) (s * (128 - z)) per group and output (RepackedWeight::zero_term, which the matmul
+// adds as zero term x the input's group sums); s (q - z) = s (q - 8) + s (8 - z) exactly in f32.
+// That needs groups of a fixed size G, a multiple of 32 (group -1: all inputs). Act-order GPTQ
+// (g_idx not ascending) is stored with its inputs sorted by group (stably), so each group's
+// columns are contiguous, plus that order (RepackedWeight::input_order, which the matmul applies
+// to its input): the same blocks (and zero term) when every group then fills whole 32-runs.
+// Other groupings or wider offsets become F32 in file order (s * (q - z) is exact in f32). FP8 and
+// NF4 become F16 when every value is an F16 (NF4 with dtype float16 always is), else BF16 / F32.
+// INT8 becomes Q8_0 when every scale is an F16 and in % 32 == 0, else F16 / F32 as above.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +61,12 @@ struct RepackedWeight {
   int64_t rows = 0;
   int64_t cols = 0;
   std::vector<uint8_t> bytes;  // rows * row_size_bytes(dtype, cols)
+  // Empty, or [cols]: stored column j holds input input_order[j] (a permutation; see above).
+  std::vector<int32_t> input_order;
+  // Empty, or [ceil(cols / zero_group), rows] f32: the zero term of stored group g and output r
+  // at g * rows + r (kernels::WeightView::zero_term).
+  std::vector<float> zero_term;
+  int64_t zero_group = 0;
 };
 
 // Finds a checkpoint tensor by its Hugging Face name (any shard); null when absent.

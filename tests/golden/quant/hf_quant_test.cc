@@ -3,12 +3,15 @@
 // (GPTQ v1/v2 4- and 8-bit with group sizes 32/64/all, act-order, sym and asym; AWQ GEMM; FP8 per
 // tensor / channel / block; INT8 W8A8 per channel / tensor; NF4 with and without double quant)
 // and, beside it, the same model with every weight dequantised by numpy (NAME.f32, plain F32).
-// - DequantIsBitExact: each repacked weight, dequantised by our kernels' dequantize_row, equals
-//   numpy's F32 values bit for bit (and has the type quant_repack.h promises, where it is fixed);
+// - DequantIsBitExact: each repacked weight, dequantised by kernels::dequantize_weight_row (the
+//   blocks, plus the zero term of zero-point formats, in file order for act-order ones), equals
+//   numpy's F32 values bit for bit, and has the type, input order and zero term quant_repack.h
+//   promises (Mixtral-shaped experts too);
 // - LogitsMatchDequantisedF32: logits of NAME equal those of NAME.f32 within the quantised
 //   tolerance (our Q4_0/Q5_0/Q8_0 matmuls round activations to 8 bits; F16/F32 ones do not);
 // - CliTakesQuantisedDirs: `pagoda logits -m DIR` runs every case; `pagoda convert` of the GPTQ
-//   4-bit directory to Q4_0 copies the repacked blocks unchanged (attn_v: no q/k permutation);
+//   4-bit directory to Q4_0 copies the repacked blocks unchanged (attn_v: no q/k permutation),
+//   and of an act-order one to F32 gives numpy's values in file order;
 // - HostileRefused: corrupt variants (bad bits, missing scales, wrong shapes, g_idx out of range,
 //   garbage quant_state, ...) fail to load with an error naming the problem, without crashing.
 #include <gtest/gtest.h>
@@ -66,15 +69,33 @@ nlohmann::json manifest(const fs::path& dir) {
   const fs::path var = quant_fixtures(&var##_why); \
   ASSERT_FALSE(var.empty()) << var##_why;
 
+// The weight in file order, by kernels::dequantize_weight_row: rows dequantised, plus the zero
+// term of an asymmetric one, and an act-order one's stored column j put back at input
+// t.input_order[j] (which must be a permutation).
 std::vector<float> dequantize(const loader::HfTensor& t) {
   const int64_t cols = t.dims[0];
   const int64_t rows = t.n_dims >= 2 ? t.dims[1] : 1;
-  std::vector<float> out(static_cast<size_t>(rows * cols));
-  const uint64_t row_bytes = *tensor::row_size_bytes(t.dtype, static_cast<uint64_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    kernels::dequantize_row(t.dtype, t.data + static_cast<uint64_t>(r) * row_bytes,
-                            out.data() + r * cols, cols);
+  std::vector<bool> seen(static_cast<size_t>(cols), false);
+  for (int64_t j = 0; t.input_order != nullptr && j < cols; ++j) {
+    const int32_t k = t.input_order[j];
+    EXPECT_TRUE(k >= 0 && k < cols && !seen[static_cast<size_t>(k)])
+        << "not a permutation at " << j;
+    if (k < 0 || k >= cols) return {};
+    seen[static_cast<size_t>(k)] = true;
   }
+  kernels::WeightView w;
+  w.dtype = t.dtype;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = *tensor::row_size_bytes(t.dtype, static_cast<uint64_t>(cols));
+  w.data = t.data;
+  w.input_order = t.input_order;
+  w.zero_term = t.zero_term;
+  w.zero_group = t.zero_group;
+  w.zero_stride = rows;
+  std::vector<float> out(static_cast<size_t>(rows * cols)), scratch(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r)
+    kernels::dequantize_weight_row(w, r, out.data() + r * cols, scratch.data());
   return out;
 }
 
@@ -106,6 +127,10 @@ TEST(HfQuantTest, DequantIsBitExact) {
       if (!c["dtype"].is_null()) {
         EXPECT_EQ(tensor::dtype_name(qt->dtype), c["dtype"].get<std::string>()) << *gguf;
       }
+      EXPECT_EQ(qt->input_order != nullptr, c["ordered"].get<bool>()) << *gguf;
+      if (!c["zero_term"].is_null()) {
+        EXPECT_EQ(qt->zero_term != nullptr, c["zero_term"].get<bool>()) << *gguf;
+      }
       const std::vector<float> ours = dequantize(*qt);
       ASSERT_EQ(ours.size() * sizeof(float), ft->size_bytes);
       size_t mismatches = 0, first = 0;
@@ -118,10 +143,11 @@ TEST(HfQuantTest, DequantIsBitExact) {
                                 << first;
       ++num_quantized;
     }
-    EXPECT_EQ(num_quantized, 14);  // 7 Linears x 2 layers
+    // 7 Linears x 2 layers, or 4 attention Linears + 4 experts x 3 in each of 2 MoE layers.
+    EXPECT_EQ(num_quantized, name.ends_with("mixtral") ? 32 : 14);
     ++num_cases;
   }
-  EXPECT_EQ(num_cases, 13);
+  EXPECT_EQ(num_cases, 17);
 }
 
 // max over positions of max |ours - ref| / std(ref row).
@@ -204,6 +230,26 @@ TEST(HfQuantTest, CliTakesQuantisedDirs) {
     ASSERT_NE(g, nullptr) << name;
     ASSERT_NE(h, nullptr) << name;
     EXPECT_EQ(g->dtype, tensor::DType::kQ4_0) << name;
+    ASSERT_EQ(g->size_bytes, h->size_bytes) << name;
+    EXPECT_EQ(std::memcmp(g->data, h->data, h->size_bytes), 0) << name;
+  }
+  // An act-order directory (stored in group order) converts to its weights in file order: F32
+  // equal to numpy's dequantisation bit for bit.
+  const fs::path act = dir / "gptq-4b-g32-sym-actorder";
+  const fs::path act_out = testing::scratch_dir() / "gptq-actorder-F32.gguf";
+  r = testing::run_pagoda({"convert", act.string(), act_out.string(), "--type", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto act_file = format::GgufFile::open(act_out.string());
+  ASSERT_TRUE(act_file.ok()) << act_file.status().to_string();
+  auto ref = loader::HfCheckpoint::open((dir / "gptq-4b-g32-sym-actorder.f32").string());
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  for (const char* name : {"blk.0.attn_v.weight", "blk.0.attn_output.weight",
+                           "blk.1.ffn_gate.weight", "blk.1.ffn_down.weight"}) {
+    const format::GgufTensorInfo* g = (*act_file)->find_tensor(name);
+    const loader::HfTensor* h = (*ref)->find(name);
+    ASSERT_NE(g, nullptr) << name;
+    ASSERT_NE(h, nullptr) << name;
+    EXPECT_EQ(g->dtype, tensor::DType::kF32) << name;
     ASSERT_EQ(g->size_bytes, h->size_bytes) << name;
     EXPECT_EQ(std::memcmp(g->data, h->data, h->size_bytes), 0) << name;
   }

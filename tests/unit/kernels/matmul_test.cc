@@ -590,6 +590,76 @@ TEST(MatmulGroupedTest, EqualsOneMatmulPerJob) {
   }
 }
 
+// A weight with an input order (act-order GPTQ repacked by loader/hf) multiplies x gathered by
+// that order: the same bits as the plain weight times the gathered x, in a group with weights of
+// other orders and none, packed or not, at decode and GEMM (and AMX) batch sizes, on every ISA.
+TEST(MatmulGroupTest, InputOrderGathersTheInput) {
+  const int64_t cols = 256;
+  const Weight a = make_weight(DType::kQ4_0, 40, cols, 41);
+  const Weight b = make_weight(DType::kQ5_0, 24, cols, 42);
+  const Weight c = make_weight(DType::kQ4_0, 17, cols, 43);
+  const Weight d = make_weight(DType::kQ8_0, 16, cols, 44);
+  std::vector<int32_t> order_a(cols), order_b(cols);
+  for (int64_t k = 0; k < cols; ++k) {
+    order_a[static_cast<size_t>(k)] = static_cast<int32_t>((k * 37 + 11) % cols);  // 37 odd
+    order_b[static_cast<size_t>(k)] = static_cast<int32_t>(cols - 1 - k);
+  }
+  const auto gather = [cols](const std::vector<float>& x, int64_t m,
+                             const std::vector<int32_t>& o) {
+    std::vector<float> g(x.size());
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t k = 0; k < cols; ++k)
+        g[static_cast<size_t>(r * cols + k)] = x[static_cast<size_t>(r * cols + o[k])];
+    }
+    return g;
+  };
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    for (bool packed : {false, true}) {
+      WeightView va = a.view, vb = b.view, vc = c.view, vd = d.view;
+      std::vector<uint8_t> pa, pb, pc, pd;
+      if (packed) {
+        pa = pack_weight(va), pb = pack_weight(vb), pc = pack_weight(vc), pd = pack_weight(vd);
+        va.packed = pa.empty() ? nullptr : pa.data();
+        vb.packed = pb.empty() ? nullptr : pb.data();
+        vc.packed = pc.empty() ? nullptr : pc.data();
+        vd.packed = pd.empty() ? nullptr : pd.data();
+      }
+      const WeightView plain_a = va, plain_c = vc;
+      va.input_order = order_a.data();
+      vb.input_order = order_b.data();
+      vc.input_order = order_a.data();  // the same order as a: one converted input
+      for (int64_t m : {1, 3, 40}) {
+        const auto x = random_vec(static_cast<size_t>(m * cols), 45);
+        std::vector<float> ya(40 * m), yb(24 * m), yc(17 * m), yd(16 * m);
+        const MatmulJob jobs[] = {{&va, ya.data(), nullptr},
+                                  {&vb, yb.data(), nullptr},
+                                  {&vc, yc.data(), nullptr},
+                                  {&vd, yd.data(), nullptr}};
+        matmul_group(jobs, x.data(), m);
+        const auto ga = gather(x, m, order_a), gb = gather(x, m, order_b);
+        WeightView plain_b = vb;
+        plain_b.input_order = nullptr;
+        std::vector<float> ea(ya.size()), eb(yb.size()), ec(yc.size()), ed(yd.size());
+        matmul(plain_a, ga.data(), m, ea.data());
+        matmul(plain_b, gb.data(), m, eb.data());
+        matmul(plain_c, ga.data(), m, ec.data());
+        matmul(vd, x.data(), m, ed.data());
+        const std::string where =
+            std::string(isa_name(isa)) + (packed ? " packed" : "") + " m " + std::to_string(m);
+        EXPECT_EQ(std::memcmp(ya.data(), ea.data(), ya.size() * sizeof(float)), 0) << where;
+        EXPECT_EQ(std::memcmp(yb.data(), eb.data(), yb.size() * sizeof(float)), 0) << where;
+        EXPECT_EQ(std::memcmp(yc.data(), ec.data(), yc.size() * sizeof(float)), 0) << where;
+        EXPECT_EQ(std::memcmp(yd.data(), ed.data(), yd.size() * sizeof(float)), 0) << where;
+        // And the gather is not a no-op: the plain weight on the raw x differs.
+        std::vector<float> raw(ya.size());
+        matmul(plain_a, x.data(), m, raw.data());
+        EXPECT_NE(std::memcmp(raw.data(), ya.data(), ya.size() * sizeof(float)), 0) << where;
+      }
+    }
+  }
+}
+
 // MoE's combine: each row the weighted sum of its chosen source rows (index -1 skipped), against
 // the sum written out in double.
 TEST(WeightedRowSumTest, WeightedSourceRowsInOrder) {
@@ -614,6 +684,67 @@ TEST(WeightedRowSumTest, WeightedSourceRowsInOrder) {
         }
         EXPECT_NEAR(out[static_cast<size_t>(r * dim + d)], want, 1e-6 * mag + 1e-30)
             << "row " << r << " col " << d;
+      }
+    }
+  }
+}
+
+// A weight with a zero term (asymmetric GPTQ/AWQ repacked by loader/hf) adds, per output row r
+// and token, sum_g term(g, r) * (the sum of the token's (gathered) inputs over group g): checked
+// against a double-precision sum on the plain weight's bits, on a row slice (stride > rows), with
+// and without an input order, and batched equals alone bit for bit, on every ISA.
+TEST(MatmulGroupTest, ZeroTermAddsGroupSums) {
+  const int64_t cols = 256, rows = 24, group = 64, groups = cols / group;
+  const Weight a = make_weight(DType::kQ4_0, 40, cols, 51);
+  const auto term = random_vec(static_cast<size_t>(groups * 40), 52, 0.05f);  // [groups, 40]
+  std::vector<int32_t> order(cols);
+  for (int64_t k = 0; k < cols; ++k)
+    order[static_cast<size_t>(k)] = static_cast<int32_t>((k * 101 + 7) % cols);
+  for (Isa isa : supported_isas()) {
+    IsaGuard guard(isa);
+    for (bool ordered : {false, true}) {
+      WeightView full = a.view;
+      full.zero_term = term.data();
+      full.zero_group = group;
+      full.zero_stride = 40;
+      full.input_order = ordered ? order.data() : nullptr;
+      const WeightView w = row_slice(full, 9, rows);  // rows 9..32 of the 40
+      WeightView plain = w;
+      plain.zero_term = nullptr;
+      plain.input_order = nullptr;
+      const int64_t m = 40;
+      const auto x = random_vec(static_cast<size_t>(m * cols), 53);
+      std::vector<float> gathered(x.size());
+      for (int64_t t = 0; t < m; ++t) {
+        for (int64_t k = 0; k < cols; ++k)
+          gathered[static_cast<size_t>(t * cols + k)] =
+              x[static_cast<size_t>(t * cols + (ordered ? order[static_cast<size_t>(k)] : k))];
+      }
+      std::vector<float> y(static_cast<size_t>(m * rows)), base(y.size());
+      matmul(w, x.data(), m, y.data());
+      matmul(plain, gathered.data(), m, base.data());
+      const std::string where = std::string(isa_name(isa)) + (ordered ? " ordered" : "");
+      for (int64_t t = 0; t < m; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double add = 0, mag = 0;
+          for (int64_t g = 0; g < groups; ++g) {
+            double sum = 0;
+            for (int64_t k = g * group; k < (g + 1) * group; ++k)
+              sum += gathered[static_cast<size_t>(t * cols + k)];
+            const double z = term[static_cast<size_t>(g * 40 + 9 + r)];
+            add += z * sum;
+            mag += std::fabs(z * sum);
+          }
+          const size_t i = static_cast<size_t>(t * rows + r);
+          EXPECT_NEAR(y[i], base[i] + add, 1e-5 * (mag + std::fabs(base[i])) + 1e-6)
+              << where << " token " << t << " row " << r;
+        }
+      }
+      for (int64_t t : {0, 17, 39}) {  // batched == alone
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w, x.data() + t * cols, 1, alone.data());
+        EXPECT_EQ(std::memcmp(alone.data(), y.data() + t * rows, alone.size() * sizeof(float)), 0)
+            << where << " token " << t;
       }
     }
   }
