@@ -23,6 +23,7 @@
 #include <memory>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/cpu/kernel_table.h"
@@ -637,8 +638,30 @@ void matmul_grouped(std::span<const GroupedInput> inputs, std::span<const Groupe
     const Slot& slot = slots[p.slot];
     const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
     const int64_t r0 = (item - p.first_item) * kDynamicRows;
-    p.fn(w, slot.layout, acts + slot.offset, m, nullptr, jobs[j].y, w.rows, r0,
-         std::min(w.rows, r0 + kDynamicRows));
+    const int64_t r1 = std::min(w.rows, r0 + kDynamicRows);
+    if (w.input_order != nullptr || w.zero_term != nullptr) {
+      // An asymmetric or act-order GPTQ/AWQ expert (weight_view.h): its rows as the matrix they
+      // stand for, in f32, times the input's rows as they are (the converted rows above follow
+      // the shared input order, not this weight's). Exact, not fast; dense layers of such
+      // checkpoints take matmul's own path.
+      thread_local std::vector<float> row, scratch;
+      row.resize(static_cast<size_t>(cols));
+      scratch.resize(static_cast<size_t>(cols));
+      const GroupedInput& in = inputs[static_cast<size_t>(slot.input)];
+      for (int64_t r = r0; r < r1; ++r) {
+        dequantize_weight_row(w, r, row.data(), scratch.data());
+        for (int64_t i = 0; i < m; ++i) {
+          const float* x =
+              in.x + (in.rows != nullptr ? static_cast<int64_t>(in.rows[i]) : i) * cols;
+          double sum = 0;
+          for (int64_t c = 0; c < cols; ++c)
+            sum += static_cast<double>(row[static_cast<size_t>(c)]) * x[c];
+          jobs[j].y[i * w.rows + r] = static_cast<float>(sum);
+        }
+      }
+      return;
+    }
+    p.fn(w, slot.layout, acts + slot.offset, m, nullptr, jobs[j].y, w.rows, r0, r1);
   };
   const int nth = rows_total >= 16 ? threads_for(work) : 1;
   if (nth == 1) {
