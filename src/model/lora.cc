@@ -15,7 +15,7 @@ namespace pagoda::model {
 namespace {
 enum Slot { kLoraX = 40, kLoraMid, kLoraDelta };
 
-constexpr size_t kMaxOutputs = LoraBatch::kMaxOutputs;
+[[maybe_unused]] constexpr size_t kMaxOutputs = LoraBatch::kMaxOutputs;
 constexpr float kF16Max = 65504.0f;
 
 struct TargetNames {

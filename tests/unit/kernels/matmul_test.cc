@@ -604,8 +604,7 @@ TEST(MatmulGroupTest, InputOrderGathersTheInput) {
     order_a[static_cast<size_t>(k)] = static_cast<int32_t>((k * 37 + 11) % cols);  // 37 odd
     order_b[static_cast<size_t>(k)] = static_cast<int32_t>(cols - 1 - k);
   }
-  const auto gather = [cols](const std::vector<float>& x, int64_t m,
-                             const std::vector<int32_t>& o) {
+  const auto gather = [&](const std::vector<float>& x, int64_t m, const std::vector<int32_t>& o) {
     std::vector<float> g(x.size());
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t k = 0; k < cols; ++k)
