@@ -238,7 +238,11 @@ test('SIGKILL under load: no request lost silently, counts match, replica readmi
   }
   assert.ok(cut >= 1, 'the killed replica had started streams');
   assert.equal(ok + cut, results.length);
-  const afterCounts = await requestsByOutcome();
+  // The router counts a response after writing its last byte, so a client can see [DONE] a moment
+  // before the counter moves: wait until every request is counted, then compare by outcome.
+  let afterCounts = {};
+  const counted = (c) => Object.entries(c).reduce((s, [k, v]) => s + v - (before[k] ?? 0), 0);
+  await waitFor(async () => counted((afterCounts = await requestsByOutcome())) >= results.length, 5000, 'every request counted');
   assert.equal((afterCounts.ok ?? 0) - (before.ok ?? 0), ok);
   assert.equal((afterCounts.stream_cut ?? 0) - (before.stream_cut ?? 0), cut);
   assert.equal((afterCounts.error ?? 0) - (before.error ?? 0), 0);
