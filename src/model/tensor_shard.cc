@@ -88,6 +88,27 @@ Status shard_experts(const ModelConfig& local, int32_t rank, int32_t size, MoeWe
   return Status();
 }
 
+// MLA (vLLM's split): the compressions (attn_q_a and its norm, attn_kv_a_mqa and its norm, so the
+// latent and the rope key) are replicated, and so is the latent cache (model::kv_layout: one row
+// per token, every head reads it); rank r keeps query heads [r*H/n, (r+1)*H/n): their rows of
+// attn_q_b (or attn_q), their per-head f32 copies of attn_kv_b (w_uk, w_uv_t: contiguous by head)
+// and those input columns of attn_output (row-parallel: the attention all-reduce sums them).
+Status shard_mla(const ModelConfig& local, int32_t rank, MlaWeights& m,
+                 std::vector<std::vector<uint8_t>>& owned) {
+  const int64_t heads = local.num_heads, h0 = int64_t{rank} * heads;
+  const int64_t hd = local.head_dim, nope = local.head_dim - local.rope_dims;
+  const int64_t vd = local.value_dim(), lora = local.kv_lora_rank;
+  if (local.q_lora_rank > 0) {
+    m.wq_b = rows_of(m.wq_b, h0 * hd, heads * hd);
+  } else {
+    m.wq = rows_of(m.wq, h0 * hd, heads * hd);
+  }
+  m.w_uk = part_of(m.w_uk, h0 * nope * lora, heads * nope * lora);
+  m.w_uv_t = part_of(m.w_uv_t, h0 * lora * vd, heads * lora * vd);
+  PAGODA_ASSIGN_OR_RETURN(m.wo, columns_of(m.wo, h0 * vd, heads * vd, owned));
+  return Status();
+}
+
 // Moves shard.owned into an unlinked temporary file ($TMPDIR, else /tmp) mapped back read-only
 // and points the views at it (see TensorShard::spill). Keeps the heap copies when the file cannot
 // be made.
@@ -126,6 +147,7 @@ void spill_owned(TensorShard& shard, DecoderWeights& w) {
   };
   for (DecoderLayer& L : w.layers) {
     rebase(L.attn.wo);
+    if (L.mla) rebase(L.mla->wo);
     rebase(L.ffn.down);
     if (L.moe && L.moe->shared) rebase(L.moe->shared->down);
   }
@@ -142,14 +164,12 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
   }
   ModelConfig c = full;
   if (size == 1) return c;
-  if (full.mla()) {
-    // The latent K/V (kv_lora_rank + rope dims) is shared by every head: it would be replicated on
-    // every rank and the per-head up-projections split; not done yet (docs/design/parallel.md).
-    return unimplemented(
-        "{}: tensor parallelism does not split MLA attention (multi-head latent attention, "
-        "kv_lora_rank {}) yet; run it in one process or split its layers with "
-        "--pipeline-parallel-size",
-        full.arch, full.kv_lora_rank);
+  if (full.mla() && full.num_heads % size != 0) {
+    // MLA splits by query head only (the latent and its cache are replicated: shard_mla).
+    return invalid_argument(
+        "{}: MLA attention splits by head: num_heads {} is not divisible by "
+        "--tensor-parallel-size {}",
+        full.arch, full.num_heads, size);
   }
   // MoE models may mix in dense layers (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers):
   // those split like any FFN (feed_forward_length), the MoE layers by whole experts.
@@ -211,13 +231,17 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
   const int64_t f0 = int64_t{rank} * local.ffn_dim, fn = local.ffn_dim;
   for (DecoderLayer& L : w.layers) {
     AttentionWeights& a = L.attn;
-    a.wq = rows_of(a.wq, q0, qn);
-    a.wk = rows_of(a.wk, k0, kn);
-    a.wv = rows_of(a.wv, k0, kn);
-    a.bq = part_of(a.bq, q0, qn);
-    a.bk = part_of(a.bk, k0, kn);
-    a.bv = part_of(a.bv, k0, kn);
-    PAGODA_ASSIGN_OR_RETURN(a.wo, columns_of(a.wo, q0, qn, shard.owned));
+    if (L.mla) {
+      PAGODA_RETURN_IF_ERROR(shard_mla(local, rank, *L.mla, shard.owned));
+    } else {
+      a.wq = rows_of(a.wq, q0, qn);
+      a.wk = rows_of(a.wk, k0, kn);
+      a.wv = rows_of(a.wv, k0, kn);
+      a.bq = part_of(a.bq, q0, qn);
+      a.bk = part_of(a.bk, k0, kn);
+      a.bv = part_of(a.bv, k0, kn);
+      PAGODA_ASSIGN_OR_RETURN(a.wo, columns_of(a.wo, q0, qn, shard.owned));
+    }
     if (L.moe) {
       PAGODA_RETURN_IF_ERROR(shard_experts(local, rank, size, *L.moe, shard.owned));
       continue;

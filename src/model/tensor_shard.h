@@ -3,6 +3,10 @@
 //   query heads), i.e. rows of wq/wk/wv (and their biases): column-parallel, no communication;
 //   its KV cache holds only those KV heads; wo keeps the matching input columns (row-parallel)
 //   and the partial outputs are summed across ranks (one all-reduce);
+// - MLA attention (deepseek2, as vLLM splits it): the latent (attn_kv_a_mqa, its norm, the rope
+//   key) and the q compression (attn_q_a, its norm) are computed on every rank and the latent
+//   cache is replicated (every head reads each row); the query heads split as above (rows of
+//   attn_q_b or attn_q, each head's f32 copies of attn_kv_b) and attn_output row-parallel;
 // - FFN: rows [r*f/n, (r+1)*f/n) of gate and up (column-parallel) and those input columns of
 //   down (row-parallel, one all-reduce);
 // - output head: vocabulary rows [r*ceil(V/n), ...) (the logits are all-gathered);
@@ -42,9 +46,10 @@ struct TensorShard {
 
 // The config shard `rank` of `size` computes with: num_heads, num_kv_heads and ffn_dim divided
 // by size (MoE models: the shared expert's width too, expert_ffn_dim set to the whole experts'
-// width, and ffn_dim only when some layers are dense); everything else as `full`.
+// width, and ffn_dim only when some layers are dense); everything else as `full` (MLA:
+// kv_lora_rank and rope_dims stay, so model::kv_layout gives every rank the whole latent row).
 // invalid_argument (naming the dimension) when the model cannot be split that way (heads, KV
-// heads, ffn or experts not divisible); unimplemented for MLA attention (named).
+// heads, ffn or experts not divisible; MLA: num_heads, named with the architecture).
 Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size);
 
 // Narrows `weights` (bound for `full`) to shard `rank` of `size` in place. The column slices

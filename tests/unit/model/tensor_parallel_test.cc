@@ -111,8 +111,8 @@ TEST(TensorShard, DividesHeadsAndFfnOrRefuses) {
 
 // A MoE model with dense layers (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers): the dense
 // FFN splits by feed_forward_length, the experts stay whole (expert_ffn_dim keeps their width even
-// where it was ffn_dim's), the shared expert splits; MLA is refused naming it.
-TEST(TensorShard, MoeWithDenseLayersAndMla) {
+// where it was ffn_dim's), the shared expert splits.
+TEST(TensorShard, MoeWithDenseLayers) {
   ModelConfig moe = dense_config();
   moe.num_layers = 3;
   moe.num_experts = 4;
@@ -145,14 +145,52 @@ TEST(TensorShard, MoeWithDenseLayersAndMla) {
   auto odd = shard_config(moe, 0, 2);
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.status().message().find("feed_forward_length 129"), std::string::npos);
-  ModelConfig mla = dense_config();
-  mla.arch = "deepseek2";
-  mla.kv_lora_rank = 32;
-  auto refused = shard_config(mla, 0, 2);
+}
+
+// DeepSeek-V2-like MLA: 4 heads of 16 no-rope + 8 rope key dims, 16-wide values, a 32-wide
+// latent and q compression (configure_deepseek2 sets num_kv_heads = num_heads).
+ModelConfig mla_config() {
+  ModelConfig c = dense_config();
+  c.arch = "deepseek2";
+  c.num_heads = c.num_kv_heads = 4;
+  c.head_dim = 24;
+  c.rope_dims = 8;
+  c.v_head_dim = 16;
+  c.kv_lora_rank = 32;
+  c.q_lora_rank = 32;
+  return c;
+}
+
+// MLA splits by query head; the latent row (and so the KV layout) stays whole on every rank.
+TEST(TensorShard, MlaSplitsHeadsAndReplicatesTheLatent) {
+  const ModelConfig full = mla_config();
+  auto c = shard_config(full, 1, 2);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->num_heads, 2);
+  EXPECT_EQ(c->kv_lora_rank, 32);
+  EXPECT_EQ(c->q_lora_rank, 32);
+  EXPECT_EQ(c->rope_dims, 8);
+  const backend::KvLayout whole = kv_layout(full), part = kv_layout(*c);
+  EXPECT_EQ(part.num_kv_heads, 1);
+  EXPECT_EQ(part.head_dim, 8 + 32);  // [rope key | latent], the same row as one process
+  EXPECT_EQ(part.head_dim, whole.head_dim);
+  EXPECT_TRUE(part.values_in_keys);
+  // 4 heads over 4 ranks: one each.
+  auto four = shard_config(full, 3, 4);
+  ASSERT_TRUE(four.ok()) << four.status().message();
+  EXPECT_EQ(four->num_heads, 1);
+  // 3 heads over 2 ranks: refused, naming the architecture and the heads.
+  ModelConfig odd = full;
+  odd.num_heads = odd.num_kv_heads = 3;
+  auto refused = shard_config(odd, 0, 2);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("deepseek2: tensor parallelism does not split MLA"),
+  EXPECT_NE(refused.status().message().find("deepseek2: MLA attention splits by head: num_heads 3"),
             std::string::npos)
       << refused.status().message();
+  auto eight = shard_config(full, 0, 8);
+  ASSERT_FALSE(eight.ok());
+  EXPECT_NE(eight.status().message().find("num_heads 4 is not divisible"), std::string::npos)
+      << eight.status().message();
 }
 
 // A [rows, cols] Q8_0 matrix of random values, quantised.
@@ -228,6 +266,108 @@ TEST(TensorShard, SplitsRowsAndBlockAlignedColumns) {
       }
     }
   }
+}
+
+// An MLA layer at TP=2 (with a q compression, then with one attn_q): the compressions and the
+// latent projection stay whole (the same views), rank r keeps rows [48r, 48r + 48) of attn_q_b /
+// attn_q (heads 2r, 2r+1 of 24 dims), those heads' f32 attn_kv_b copies, and input columns
+// [32r, 32r + 32) of attn_output (2 heads of 16-wide values), each equal to the whole's.
+TEST(TensorShard, MlaSplitsQueryHeadsAndTheirUpProjections) {
+  std::mt19937 rng(6);
+  const auto wq_a = q8_matrix(32, 64, rng), wq_b = q8_matrix(96, 32, rng);
+  const auto wq = q8_matrix(96, 64, rng), wkv_a = q8_matrix(40, 64, rng);
+  const auto wo = q8_matrix(64, 64, rng), gate = q8_matrix(128, 64, rng);
+  const auto up = q8_matrix(128, 64, rng), down = q8_matrix(64, 128, rng);
+  const auto out = q8_matrix(11, 64, rng);
+  // Element i of w_uk ([4, 16, 32]) and w_uv_t ([4, 32, 16]) is i: a head's block is findable.
+  std::vector<float> uk(4 * 16 * 32), uv(4 * 32 * 16);
+  for (size_t i = 0; i < uk.size(); ++i)
+    uk[i] = static_cast<float>(i);
+  for (size_t i = 0; i < uv.size(); ++i)
+    uv[i] = -static_cast<float>(i);
+  for (const int32_t q_lora : {32, 0}) {
+    ModelConfig c = mla_config();
+    c.q_lora_rank = q_lora;
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      DecoderWeights w;
+      w.layers.resize(1);
+      DecoderLayer& L = w.layers[0];
+      MlaWeights& m = L.mla.emplace();
+      if (q_lora > 0) {
+        m.wq_a = view(wq_a, 32, 64);
+        m.q_a_norm.assign(32, 1.0f);
+        m.wq_b = view(wq_b, 96, 32);
+      } else {
+        m.wq = view(wq, 96, 64);
+      }
+      m.wkv_a = view(wkv_a, 40, 64);
+      m.kv_a_norm.assign(32, 1.0f);
+      m.w_uk = uk;
+      m.w_uv_t = uv;
+      m.wo = view(wo, 64, 64);
+      L.ffn.gate = view(gate, 128, 64);
+      L.ffn.up = view(up, 128, 64);
+      L.ffn.down = view(down, 64, 128);
+      w.output = view(out, 11, 64);
+      auto shard = shard_decoder_weights(c, rank, 2, w);
+      ASSERT_TRUE(shard.ok()) << shard.status().message();
+      // Replicated: the latent projection (and its norm), the q compression.
+      EXPECT_EQ(m.wkv_a.data, wkv_a.data());
+      EXPECT_EQ(m.wkv_a.rows, 40);
+      EXPECT_EQ(m.kv_a_norm.size(), 32u);
+      const kernels::WeightView& q = q_lora > 0 ? m.wq_b : m.wq;
+      const std::vector<uint8_t>& q_whole = q_lora > 0 ? wq_b : wq;
+      EXPECT_EQ(q.rows, 48);
+      EXPECT_EQ(q.data, q_whole.data() + 48 * rank * q.row_bytes);
+      if (q_lora > 0) {
+        EXPECT_EQ(m.wq_a.data, wq_a.data());
+        EXPECT_EQ(m.wq_a.rows, 32);
+      }
+      // The heads' up-projections: [2, 16, 32] and [2, 32, 16] from head 2r on.
+      ASSERT_EQ(m.w_uk.size(), 2u * 16 * 32);
+      ASSERT_EQ(m.w_uv_t.size(), 2u * 32 * 16);
+      for (size_t i = 0; i < m.w_uk.size(); ++i)
+        ASSERT_EQ(m.w_uk[i], uk[static_cast<size_t>(rank) * 2 * 16 * 32 + i]);
+      for (size_t i = 0; i < m.w_uv_t.size(); ++i)
+        ASSERT_EQ(m.w_uv_t[i], uv[static_cast<size_t>(rank) * 2 * 32 * 16 + i]);
+      // attn_output's columns of those heads' values.
+      const kernels::WeightView whole = view(wo, 64, 64);
+      ASSERT_EQ(m.wo.cols, 32);
+      std::vector<float> a(64), b(32);
+      for (int64_t r = 0; r < whole.rows; ++r) {
+        kernels::dequantize_row(whole.dtype, whole.row(r), a.data(), 64);
+        kernels::dequantize_row(m.wo.dtype, m.wo.row(r), b.data(), 32);
+        for (int32_t k = 0; k < 32; ++k)
+          ASSERT_EQ(b[static_cast<size_t>(k)], a[static_cast<size_t>(rank * 32 + k)]);
+      }
+      // The dense FFN splits as in any model.
+      EXPECT_EQ(L.ffn.up.rows, 64);
+    }
+  }
+}
+
+// attn_output's share off the quantisation block (2 heads of 8-wide values: 16 columns of a Q8_0
+// row per rank) is refused naming the tensor.
+TEST(TensorShard, MlaRefusesOutputColumnsOffTheQuantBlock) {
+  ModelConfig c = mla_config();
+  c.v_head_dim = 8;  // attn_output [64, 32]: 16 columns per rank
+  std::mt19937 rng(8);
+  const auto wq_a = q8_matrix(32, 64, rng), wq_b = q8_matrix(96, 32, rng);
+  const auto wkv_a = q8_matrix(40, 64, rng), wo = q8_matrix(64, 32, rng);
+  DecoderWeights w;
+  w.layers.resize(1);
+  MlaWeights& m = w.layers[0].mla.emplace();
+  m.wq_a = view(wq_a, 32, 64);
+  m.wq_b = view(wq_b, 96, 32);
+  m.wkv_a = view(wkv_a, 40, 64);
+  m.w_uk.assign(4 * 16 * 32, 0.0f);
+  m.w_uv_t.assign(4 * 32 * 8, 0.0f);
+  m.wo = view(wo, 64, 32);
+  m.wo.name = "blk.0.attn_output.weight";
+  auto shard = shard_decoder_weights(c, 1, 2, w);
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos);
+  EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
 }
 
 // K-quant column shares on their 256-element super-block (TinyLlama's wo at TP=2: 1024 of 2048
