@@ -7,17 +7,20 @@
 //     logit within 0.02 x the row's std of the single-process value, greedy tokens identical.
 //     -np 2: TP=2 on llama-Q8_0 (also with a q8_0 KV cache), qwen2-Q8_0, llama-F16 and the MoE
 //     models (experts split by index): moe-Q8_0, arch/qwen2moe-Q8_0 (a shared expert with a
-//     sigmoid gate) and, when the HF fixture directories are there (argv[2], made by
-//     tools/hf_fixtures), random/qwen3moe-dense-f32 (dense layers among MoE ones); PP=2 on
-//     llama-Q8_0 (also with a q8_0 KV cache), qwen2-Q8_0, llama-Q4_K_M, moe-Q8_0,
-//     arch/qwen2moe-Q8_0 and arch/deepseek2-Q8_0 (MLA attention, a dense layer then MoE layers
-//     with shared experts; refused under TP).
-//     -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0. llama-Q4_K_M is refused at TP=2 (its
-//     128-column wo shares are off the 256 block: tp_fault) and checked at PP=2.
+//     sigmoid gate), arch/deepseek2-Q8_0 (MLA attention split by head, the latent replicated; a
+//     dense layer then MoE layers with shared experts) and, when the HF fixture directories are
+//     there (argv[2], made by tools/hf_fixtures), random/qwen3moe-dense-f32 (dense layers among
+//     MoE ones) and the MLA directories from-gguf/deepseek2-f32 (DeepSeek-V2), random/
+//     deepseek3-f32 and random/deepseek3-yarn-f32 (DeepSeek-V3, sigmoid grouped router, YaRN);
+//     PP=2 on llama-Q8_0 (also with a q8_0 KV cache), qwen2-Q8_0, llama-Q4_K_M, moe-Q8_0,
+//     arch/qwen2moe-Q8_0 and arch/deepseek2-Q8_0.
+//     -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0, arch/deepseek2-Q8_0. llama-Q4_K_M is refused at
+//     TP=2 (its 128-column wo shares are off the 256 block: tp_fault) and checked at PP=2.
 //     `tp_check FIXTURES HF_DIR MODEL.gguf` (by hand) checks only that model at TP=2 and PP=2.
 //  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
-//     through pagoda::Engine split (-np 2: TP=2, then PP=2 with micro-batches; -np 4: TP=2 x
-//     PP=2): token-identical to one process.
+//     through pagoda::Engine split (-np 2: TP=2, then PP=2 with micro-batches, and TP=2 on
+//     arch/deepseek2-Q8_0, whose KV bytes per token must stay the whole latent row while the
+//     equivalent MHA figure halves; -np 4: TP=2 x PP=2): token-identical to one process.
 // Exits 0 when every check passes; a failure makes rank 0 end the job non-zero.
 #include <chrono>
 #include <cmath>
@@ -126,7 +129,8 @@ EngineConfig engine_config(const std::string& path, int32_t tp, int32_t pp = 1) 
 using Tokens = std::map<std::pair<std::string, int32_t>, std::vector<int32_t>>;
 
 // 16 concurrent greedy requests (every fourth with n = 2; half share a 20-token prefix).
-Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1) {
+Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1,
+                  EngineStats* stats = nullptr) {
   const std::string mode = tp * pp == 1 ? "single process" : layout(tp, pp);
   auto created = Engine::create(engine_config(path, tp, pp));
   if (!created.ok()) {
@@ -168,6 +172,7 @@ Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1) {
   std::unique_lock<std::mutex> l(mu);
   const bool done = cv.wait_for(l, std::chrono::minutes(3), [&] { return finals >= expected; });
   check(done, "engine " + mode + ": all " + std::to_string(expected) + " samples finished");
+  if (stats != nullptr) *stats = engine.stats();
   return out;
 }
 
@@ -183,7 +188,7 @@ void compare_engines(const Tokens& whole, const Tokens& split, const std::string
             " samples token-identical at " + mode);
 }
 
-// The loads rank 0 makes, in order: (model, tp, pp, KV type); engine runs use engine_model.
+// The loads rank 0 makes, in order: (model, tp, pp, KV type).
 struct Load {
   // Under DIR/models (".gguf" added); "hf:" under the HF dir; "file:" a path.
   std::string name;
@@ -229,14 +234,19 @@ int main(int argc, char** argv) {
          {"llama-Q8_0", "qwen2-Q8_0", "llama-F16", "moe-Q8_0", "arch/qwen2moe-Q8_0"})
       logit_loads.push_back({m, 2, 1});
     logit_loads.push_back({"llama-Q8_0", 2, 1, tensor::DType::kQ8_0});
-    if (have_hf) logit_loads.push_back({"hf:random/qwen3moe-dense-f32", 2, 1});
+    logit_loads.push_back({"arch/deepseek2-Q8_0", 2, 1});
+    if (have_hf) {
+      for (const char* m : {"hf:random/qwen3moe-dense-f32", "hf:from-gguf/deepseek2-f32",
+                            "hf:random/deepseek3-f32", "hf:random/deepseek3-yarn-f32"})
+        logit_loads.push_back({m, 2, 1});
+    }
     for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "llama-Q4_K_M", "moe-Q8_0",
                           "arch/qwen2moe-Q8_0", "arch/deepseek2-Q8_0"})
       logit_loads.push_back({m, 1, 2});
     logit_loads.push_back({"llama-Q8_0", 1, 2, tensor::DType::kQ8_0});
-    engine_loads = {{engine_name, 2, 1}, {engine_name, 1, 2}};
+    engine_loads = {{engine_name, 2, 1}, {engine_name, 1, 2}, {"arch/deepseek2-Q8_0", 2, 1}};
   } else {
-    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0"})
+    for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "arch/deepseek2-Q8_0"})
       logit_loads.push_back({m, 2, 2});
     engine_loads = {{engine_name, 2, 2}};
   }
@@ -256,11 +266,33 @@ int main(int argc, char** argv) {
   }
   for (const Load& l : logit_loads)
     compare_logits(path_of(dir, hf_dir, l.name), l.name, l.tp, l.pp, l.kv);
-  if (!engine_loads.empty()) {
-    const std::string engine_model = dir + "/models/" + engine_name + ".gguf";
-    const Tokens whole = run_engine(engine_model, 1);
-    for (const Load& l : engine_loads)
-      compare_engines(whole, run_engine(engine_model, l.tp, l.pp), layout(l.tp, l.pp));
+  // Each model's single-process run once, before its first split run.
+  std::map<std::string, std::pair<Tokens, EngineStats>> whole;
+  for (const Load& l : engine_loads) {
+    const std::string path = path_of(dir, hf_dir, l.name);
+    auto it = whole.find(l.name);
+    if (it == whole.end()) {
+      EngineStats s;
+      Tokens t = run_engine(path, 1, 1, &s);
+      it = whole.emplace(l.name, std::pair{std::move(t), s}).first;
+    }
+    EngineStats split;
+    compare_engines(it->second.first, run_engine(path, l.tp, l.pp, &split),
+                    layout(l.tp, l.pp) + " (" + l.name + ")");
+    const EngineStats& one = it->second.second;
+    if (one.kv_bytes_per_token_mha > 0 && l.pp == 1) {
+      // MLA: every rank caches the whole latent row; an MHA cache would split by head.
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "%s %s: KV %.0f bytes per token per rank (one process %.0f), equivalent MHA "
+                    "%.0f (one process %.0f / %d)",
+                    layout(l.tp, l.pp).c_str(), l.name.c_str(), split.kv_bytes_per_token,
+                    one.kv_bytes_per_token, split.kv_bytes_per_token_mha,
+                    one.kv_bytes_per_token_mha, l.tp);
+      check(split.kv_bytes_per_token == one.kv_bytes_per_token &&
+                split.kv_bytes_per_token_mha == one.kv_bytes_per_token_mha / l.tp,
+            buf);
+    }
   }
   std::printf("%d failure(s)\n", failures);
   return finish_parallel(failures == 0 ? 0 : 1, "tp_check failed");

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # A parallel job that cannot load ends fast, non-zero, with the reason: a Q4_K_M model
 # whose attention output (256 input columns, 128 per rank) does not split on the 256-element
-# K-quant block, a model with MLA attention (deepseek2, refused by name under tensor
-# parallelism), and a --tensor-parallel-size that is missing or does not match the job; then a
+# K-quant block, and a --tensor-parallel-size that is missing or does not match the job; then a
 # worker SIGKILLed while serving (below).
 # Usage: tp_fault.sh MPIEXEC PAGODA FIXTURES
 set -u
@@ -19,8 +18,6 @@ run() {  # expected-message args...
   echo "ok: exit $rc in $((SECONDS - start)) s: $(grep -m1 -- "$want" <<<"$out")"
 }
 run "cannot be split by tensor parallelism" logits -m "$model" -p hi -n 1 --tensor-parallel-size 2
-run "deepseek2: tensor parallelism does not split MLA" \
-    logits -m "$fixtures/models/arch/deepseek2-Q8_0.gguf" -p hi -n 1 --tensor-parallel-size 2
 run "pass --tensor-parallel-size 2" logits -m "$model" -p hi -n 1
 run "pass --tensor-parallel-size 2" logits -m "$fixtures/models/llama-Q8_0.gguf" -p hi -n 1 \
     --tensor-parallel-size 3
