@@ -403,6 +403,13 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
     per_token += fmt::format(" as the MLA latent, vs {:.0f} for the equivalent MHA cache, {:.1f}x",
                              e->kv_bytes_per_token_mha_,
                              e->kv_bytes_per_token_mha_ / e->kv_bytes_per_token_);
+    // Under TP the latent is replicated (every rank caches whole rows), while an MHA cache
+    // would split by head: both figures are this rank's (mc is the shard's config).
+    if (config.tensor_parallel_size > 1) {
+      per_token +=
+          fmt::format("; per rank of {}: the latent replicated on every rank, the MHA heads split",
+                      config.tensor_parallel_size);
+    }
   }
   PAGODA_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({:.1f} MiB, {}, {}){}",
                   num_blocks - 1, config.block_size, (num_blocks - 1) * config.block_size,
