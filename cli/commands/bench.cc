@@ -3,7 +3,10 @@
 // decoding together, the machine's read bandwidth, and decode as a percentage of the bandwidth
 // roofline (bandwidth / bytes of weights read per token). Medians over repeats; the percentage is
 // the median of each repeat's decode against the bandwidth measured just before it. On a MoE model,
-// the expert weights a decode step reads at each batch size (bench_moe.h).
+// the expert weights a decode step reads at each batch size (bench_moe.h). Under `mpirun -np N`
+// with --tensor-parallel-size T / --pipeline-parallel-size P (N = T x P) the model is split as
+// `bench engine` and `serve` split it: rank 0 measures, the other ranks repeat its forward passes
+// (run_as_parallel_worker); the JSON gives each rank's weight and KV cache bytes.
 // `bench engine` and `bench serve` are its subcommands (bench_engine.cc, bench_serve.cc).
 #include <omp.h>
 
@@ -20,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/kv_cache_sizing.h"
+#include "api/parallel_backend.h"
 #include "backend/kv_storage.h"
 #include "cli/commands/bench_moe.h"
 #include "cli/commands/commands.h"
@@ -29,6 +33,7 @@
 #include "kernels/ops.h"
 #include "loader/hf/hf_checkpoint.h"
 #include "loader/model_loader.h"
+#include "model/rank_memory.h"
 #include "pagoda/parallel.h"
 #include "planner/bandwidth_probe.h"
 #include "planner/hardware.h"
@@ -219,6 +224,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
   struct Opts {
     std::string model, batches = "1,4,16";
     int32_t prompt_len = 512, gen_len = 128, threads = 0, repeats = 3;
+    int32_t tensor_parallel_size = 1, pipeline_parallel_size = 1;
     bool json = false, flash_attn = false;
     std::string kv_cache_dtype = "f16";
   };
@@ -237,16 +243,31 @@ void register_bench(CLI::App& app, CommandAction& action) {
   cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
                   "KV cache type: f16 | bf16 | q8_0 | f32");
   add_flash_attn_flag(cmd, opts->flash_attn);
+  add_tensor_parallel_option(cmd, opts->tensor_parallel_size);
+  add_pipeline_parallel_option(cmd, opts->pipeline_parallel_size);
   cmd->add_flag("--json", opts->json, "Print JSON");
   cmd->callback([cmd, opts, &action] {
     if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`
     action = [opts] {
-      // Under mpirun every rank measures the transport with rank 0 (the cost model's figures);
-      // then rank 0 alone runs the single-process benchmark.
-      const TransportFigures transport = measure_transport();
-      if (parallel_rank() != 0) return 0;
       std::string path = opts->model.empty() ? default_model_path() : opts->model;
       if (path.empty()) return fail("no model given (-m) and no bundled model found");
+      const int32_t tp = opts->tensor_parallel_size, pp = opts->pipeline_parallel_size;
+      // A split that does not fit the job fails on every rank before anything is measured.
+      if (Status s = check_parallel_sizes(tp, pp); !s.ok()) return fail(s.message());
+      // Under mpirun every rank measures the transport with rank 0 (the cost model's figures).
+      // Then, with tp x pp > 1, the other ranks serve their shard or stage of the model (as
+      // `bench engine` does); without, rank 0 alone runs the single-process benchmark.
+      const TransportFigures transport = measure_transport();
+      if (tp * pp > 1) {
+        EngineConfig engine;
+        engine.model_path = path;
+        engine.tensor_parallel_size = tp;
+        engine.pipeline_parallel_size = pp;
+        engine.num_threads = opts->threads;
+        if (auto worker = run_as_parallel_worker(engine)) return *worker;
+      } else if (parallel_rank() != 0) {
+        return 0;
+      }
       std::vector<int32_t> batches;
       try {
         batches = parse_list(opts->batches);
@@ -258,7 +279,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
         return fail("--batch must be a comma-separated list of integers in [1, 4096]");
       }
       if (opts->threads > 0) kernels::set_num_threads(opts->threads);
-      auto loaded = loader::load_model(path);
+      auto loaded = loader::load_model(path, api::model_backend(tp, pp));
       if (!loaded.ok()) return fail(loaded.status().message());
       model::Model& m = *loaded->model;
       const auto& c = m.config();
@@ -274,6 +295,9 @@ void register_bench(CLI::App& app, CommandAction& action) {
       auto kv = backend::KvStorage::create(m.backend(), m.kv_layout(),
                                            1 + blocks_per_seq * max_batch, bs, *kv_dtype);
       if (!kv.ok()) return fail(kv.status().message());
+      // Each rank's weights and part of this KV cache (its KV heads or its layers' blocks).
+      auto memory = model::gather_rank_memory(m, *kv);
+      if (!memory.ok()) return fail(memory.status().message());
 
       auto probe = BandwidthProbe::create();
       if (!probe.ok()) return fail("measuring memory bandwidth: " + probe.status().message());
@@ -304,6 +328,15 @@ void register_bench(CLI::App& app, CommandAction& action) {
       out["threads"] = kernels::num_threads();
       out["kv_cache_dtype"] = std::string(tensor::dtype_name(*kv_dtype));
       out["flash_attention"] = opts->flash_attn;
+      out["tensor_parallel_size"] = tp;
+      out["pipeline_parallel_size"] = pp;
+      nlohmann::json ranks = nlohmann::json::array();
+      for (const model::RankMemory& r : *memory) {
+        ranks.push_back({{"rank", r.rank},
+                         {"weight_bytes", r.weight_bytes},
+                         {"kv_cache_bytes", r.kv_cache_bytes}});
+      }
+      out["ranks"] = std::move(ranks);
       out["read_bandwidth_gbs"] = bw;
       out["weight_bytes_per_token"] = bytes_per_token;
       out["roofline_decode_tps"] = roofline;
@@ -345,6 +378,14 @@ void register_bench(CLI::App& app, CommandAction& action) {
       }
       std::printf("model      %s (%s, %d threads)\n", path.c_str(),
                   out["isa"].get<std::string>().c_str(), kernels::num_threads());
+      if (tp * pp > 1) {
+        std::printf("split      tensor parallel %d x pipeline parallel %d\n", tp, pp);
+      }
+      for (const model::RankMemory& r : *memory) {
+        std::printf("rank %-5d %.1f MiB of weights, %.1f MiB of KV cache\n", r.rank,
+                    static_cast<double>(r.weight_bytes) / (1 << 20),
+                    static_cast<double>(r.kv_cache_bytes) / (1 << 20));
+      }
       std::printf("bandwidth  %.1f GB/s read; %.1f MB of weights per token; roofline %.1f tok/s\n",
                   bw, static_cast<double>(bytes_per_token) / 1e6, roofline);
       std::printf("prefill    %d tokens: %.1f tok/s\n", opts->prompt_len, prefill_tps);

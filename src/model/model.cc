@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "backend/parallel/communicator.h"
+#include "model/rank_memory.h"
 #include "model/step_message.h"
 
 namespace pagoda::model {
@@ -45,7 +46,37 @@ std::string resident_memory() {
   return out;
 }
 
+// The id rank 0 names a KV cache by in its step messages (its first layer's K storage).
+KvCacheShape cache_shape(std::span<const kernels::KvLayerView> kv_layers) {
+  const kernels::KvLayerView& kv = kv_layers[0];
+  return KvCacheShape{reinterpret_cast<uint64_t>(kv.k), kv.num_blocks, kv.block_size, kv.dtype};
+}
+
+// Collective over the model's peers: every rank's {weight bytes, KV cache bytes}, in rank order.
+std::vector<RankMemory> all_gather_memory(const backend::TensorParallel& tp, uint64_t weights,
+                                          uint64_t kv_bytes) {
+  const uint64_t mine[2] = {weights, kv_bytes};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(tp.size));
+  tp.comm->all_gather(mine, sizeof(mine), all.data());
+  std::vector<RankMemory> out;
+  for (int32_t r = 0; r < tp.size; ++r)
+    out.push_back({r, all[2 * static_cast<size_t>(r)], all[2 * static_cast<size_t>(r) + 1]});
+  return out;
+}
+
 }  // namespace
+
+Result<std::vector<RankMemory>> gather_rank_memory(const Model& model,
+                                                   const backend::KvStorage& kv) {
+  const backend::TensorParallel tp = peers(model.backend());
+  if (tp.size <= 1) return std::vector<RankMemory>{{0, model.weight_bytes(), kv.total_bytes()}};
+  if (tp.rank != 0) {
+    return failed_precondition("gather_rank_memory runs on rank 0 (the workers answer it)");
+  }
+  if (kv.layers().empty()) return invalid_argument("gather_rank_memory: a KV cache of no layers");
+  send_step(tp, encode_step(StepOp::kReport, cache_shape(kv.layers()), ForwardBatch{}));
+  return all_gather_memory(tp, model.weight_bytes(), kv.total_bytes());
+}
 
 Model::~Model() {
   const backend::TensorParallel tp = peers(backend_);
@@ -98,6 +129,10 @@ Status Model::run_worker() {
         comm.abort(1, "step message: block copy outside the KV cache");
       }
       cache.copy_block(c.src, c.dst);
+    }
+    if (msg->op == StepOp::kReport) {
+      all_gather_memory(tp, weight_bytes(), cache.total_bytes());
+      continue;
     }
     if (msg->tokens.empty()) continue;
     logits.resize(msg->logit_rows.size() * static_cast<size_t>(config_.vocab_size));
@@ -187,10 +222,7 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
   }
   const backend::TensorParallel tp = peers(backend_);
   if (tp.size > 1 && tp.rank == 0 && (n > 0 || !batch.block_copies.empty())) {
-    const kernels::KvLayerView& kv = kv_layers[0];
-    const KvCacheShape shape{reinterpret_cast<uint64_t>(kv.k), kv.num_blocks, kv.block_size,
-                             kv.dtype};
-    send_step(tp, encode_step(StepOp::kForward, shape, batch));
+    send_step(tp, encode_step(StepOp::kForward, cache_shape(kv_layers), batch));
   }
   if (n == 0) return Status();
   forward_impl(batch, kv_layers, logits);

@@ -63,7 +63,7 @@ std::vector<uint8_t> encode_step(StepOp op, const KvCacheShape& kv, const Forwar
   Writer w;
   w.put<uint32_t>(kMagic);
   w.put<uint32_t>(static_cast<uint32_t>(op));
-  if (op != StepOp::kForward) return std::move(w.out);
+  if (op != StepOp::kForward && op != StepOp::kReport) return std::move(w.out);
   w.put<uint64_t>(kv.id);
   w.put<int64_t>(kv.num_blocks);
   w.put<int32_t>(kv.block_size);
@@ -101,10 +101,11 @@ Result<StepMessage> decode_step(std::span<const uint8_t> bytes) {
     if (!r.done()) return invalid_argument("step message: bytes after shutdown");
     return m;
   }
-  if (op != static_cast<uint32_t>(StepOp::kForward)) {
+  if (op != static_cast<uint32_t>(StepOp::kForward) &&
+      op != static_cast<uint32_t>(StepOp::kReport)) {
     return invalid_argument("step message: unknown op {}", op);
   }
-  m.op = StepOp::kForward;
+  m.op = static_cast<StepOp>(op);
   PAGODA_ASSIGN_OR_RETURN(m.kv.id, r.get<uint64_t>("kv id"));
   PAGODA_ASSIGN_OR_RETURN(m.kv.num_blocks, r.get<int64_t>("kv num_blocks"));
   PAGODA_ASSIGN_OR_RETURN(m.kv.block_size, r.get<int32_t>("kv block_size"));

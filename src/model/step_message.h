@@ -19,6 +19,9 @@ namespace pagoda::model {
 enum class StepOp : uint32_t {
   kForward = 1,   // run the batch against cache kv_id
   kShutdown = 2,  // rank 0's model is gone: the workers return
+  // Every rank reports its weight bytes and the bytes of cache kv_id (made if new), gathered
+  // over the job (model/rank_memory.h). Encoded as kForward, with an empty batch.
+  kReport = 3,
 };
 
 // The KV cache a step runs against: an id rank 0 chose, and its shape.

@@ -55,6 +55,23 @@ TEST(StepMessage, RoundTripsABatch) {
   EXPECT_FALSE(decode_step(longer).ok());
 }
 
+TEST(StepMessage, ReportCarriesTheCacheShapeAndNoBatch) {
+  const KvCacheShape shape{42, 9, 16, tensor::DType::kBF16};
+  const std::vector<uint8_t> bytes = encode_step(StepOp::kReport, shape, {});
+  auto m = decode_step(bytes);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->op, StepOp::kReport);
+  EXPECT_EQ(m->kv.id, 42u);
+  EXPECT_EQ(m->kv.num_blocks, 9);
+  EXPECT_EQ(m->kv.dtype, tensor::DType::kBF16);
+  EXPECT_TRUE(m->tokens.empty());
+  EXPECT_TRUE(m->copies.empty());
+  // Op 4 (one past the last) is refused.
+  std::vector<uint8_t> bad = bytes;
+  bad[4] = 4;
+  EXPECT_NE(decode_step(bad).status().message().find("unknown op"), std::string::npos);
+}
+
 TEST(StepMessage, RefusesHugeCountsAndUnknownOps) {
   const std::vector<uint8_t> shutdown = encode_step(StepOp::kShutdown, {}, {});
   auto m = decode_step(shutdown);
