@@ -378,7 +378,7 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
   // (A pipeline stage other than the last has no output head.)
   if (w.output.data != nullptr) w.output = rows_of(w.output, shard.vocab_begin, shard.vocab_count);
   if (shard.dequantised_tensors > 0) {
-    PAGODA_LOG_INFO(
+    PAGODA_LOG_WARN(
         "tensor parallelism: {} act-order attention output matrices (wo) keep this rank's input "
         "columns as F32 rows ({:.1f} MiB): their heads' inputs are scattered over every "
         "quantisation block",
