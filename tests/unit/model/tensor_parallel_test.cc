@@ -373,6 +373,35 @@ TEST(TensorShard, MlaRefusesOutputColumnsOffTheQuantBlock) {
   EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
 }
 
+// An act-order MLA output matrix (its rank's head inputs scattered over the blocks) is refused by
+// name: the F32 fallback is for MHA's wo only (parallel.md, "GPTQ/AWQ weights under TP").
+TEST(TensorShard, MlaRefusesActOrderOutputColumns) {
+  ModelConfig c = mla_config();
+  c.v_head_dim = 16;  // attn_output [64, 64]: 32 columns per rank, on the block
+  std::mt19937 rng(9);
+  const auto wq_a = q8_matrix(32, 64, rng), wq_b = q8_matrix(96, 32, rng);
+  const auto wkv_a = q8_matrix(40, 64, rng), wo = q8_matrix(64, 64, rng);
+  std::vector<int32_t> order(64);
+  for (int32_t j = 0; j < 64; ++j)
+    order[static_cast<size_t>(j)] = 63 - j;
+  DecoderWeights w;
+  w.layers.resize(1);
+  MlaWeights& m = w.layers[0].mla.emplace();
+  m.wq_a = view(wq_a, 32, 64);
+  m.wq_b = view(wq_b, 96, 32);
+  m.wkv_a = view(wkv_a, 40, 64);
+  m.w_uk.assign(4 * 16 * 32, 0.0f);
+  m.w_uv_t.assign(4 * 32 * 16, 0.0f);
+  m.wo = view(wo, 64, 64);
+  m.wo.name = "blk.0.attn_output.weight";
+  m.wo.input_order = order.data();
+  auto shard = shard_decoder_weights(c, 0, 2, w);
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos);
+  EXPECT_NE(shard.status().message().find("act-order"), std::string::npos)
+      << shard.status().message();
+}
+
 // K-quant column shares on their 256-element super-block (TinyLlama's wo at TP=2: 1024 of 2048
 // columns): each rank's rows of wo (Q4_K) and ffn_down (Q6_K) decode to exactly those columns of
 // the whole rows.
