@@ -9,7 +9,9 @@
 
 #include "base/check.h"
 #include "base/checked_math.h"
+#include "base/log.h"
 #include "base/mapped_file.h"
+#include "kernels/quant.h"
 
 namespace pagoda::model {
 namespace {
@@ -23,23 +25,45 @@ std::vector<float> part_of(const std::vector<float>& v, int64_t begin, int64_t n
   return std::vector<float>(v.begin() + begin, v.begin() + begin + n);
 }
 
-// Columns [c0, c0 + n) of every row of w, copied into `owned`.
+// The zero term (GPTQ/AWQ, weight_view.h) of stored columns [c0, c0 + n) of w: a view at group
+// c0 / zero_group (group-major, so a column range's groups are consecutive runs of zero_stride
+// floats; the stride stays the whole matrix's). The share must start on a group and end on one
+// (or at the last column).
+Status slice_zero_term(const kernels::WeightView& w, int64_t c0, int64_t n,
+                       kernels::WeightView& out) {
+  if (w.zero_term == nullptr) return Status();
+  const int64_t g = w.zero_group;
+  if (g <= 0 || c0 % g != 0 || (n % g != 0 && c0 + n != w.cols)) {
+    return invalid_argument(
+        "tensor '{}' cannot be split by tensor parallelism: its share of input columns [{}, {}) "
+        "does not start and end on its {}-column zero-point groups (GPTQ/AWQ group_size)",
+        std::string(w.name), c0, c0 + n, g);
+  }
+  out.zero_term = w.zero_term + (c0 / g) * w.zero_stride;
+  return Status();
+}
+
+// Stored columns [c0, c0 + n) of every row of w, copied into `owned` (the zero term's groups of
+// those columns stay a view). An input order is the caller's to resolve (split_ffn,
+// wo_columns_of); one left (MLA's wo) is refused by name.
 Result<kernels::WeightView> columns_of(const kernels::WeightView& w, int64_t c0, int64_t n,
                                        std::vector<std::vector<uint8_t>>& owned) {
   const tensor::DTypeInfo& info = tensor::dtype_info(w.dtype);
   const int64_t block = info.block_size;
-  if (w.input_order != nullptr || w.zero_term != nullptr) {
-    return unimplemented(
-        "tensor '{}' cannot be split by tensor parallelism: its input columns are stored in "
-        "act-order or with a zero-point term (GPTQ / AWQ)",
-        std::string(w.name));
-  }
   if (c0 % block != 0 || n % block != 0) {
     return invalid_argument(
         "tensor '{}' ({}) cannot be split by tensor parallelism: its {} input columns split into "
         "shares of {}, which is not a multiple of the {}-element quantisation block",
         std::string(w.name), tensor::dtype_name(w.dtype), w.cols, n, block);
   }
+  if (w.input_order != nullptr) {
+    return unimplemented(
+        "tensor '{}' cannot be split by tensor parallelism: its input columns are stored in "
+        "act-order (GPTQ desc_act) and this rank's inputs are scattered over its blocks",
+        std::string(w.name));
+  }
+  kernels::WeightView out = w;
+  PAGODA_RETURN_IF_ERROR(slice_zero_term(w, c0, n, out));
   PAGODA_ASSIGN_OR_RETURN(uint64_t row_bytes,
                           tensor::row_size_bytes(w.dtype, static_cast<uint64_t>(n)));
   const size_t offset = static_cast<size_t>(c0 / block) * info.type_size;
@@ -51,7 +75,6 @@ Result<kernels::WeightView> columns_of(const kernels::WeightView& w, int64_t c0,
   }
   // This rank reads only its copy: the file pages it touched may go (they stay readable).
   release_pages(w.data, w.data + static_cast<size_t>(w.rows) * w.row_bytes);
-  kernels::WeightView out = w;
   out.cols = n;
   out.row_bytes = static_cast<size_t>(row_bytes);
   out.data = buf.data();
@@ -59,12 +82,101 @@ Result<kernels::WeightView> columns_of(const kernels::WeightView& w, int64_t c0,
   return out;
 }
 
-// Rows [f0, f0 + n) of gate and up, those input columns of down.
+// Input columns [c0, c0 + n) (input order) of an act-order weight whose rank keeps fixed inputs
+// (wo: its heads), whose stored columns are scattered over every quantisation block: the rows
+// dequantised (zero term added) to F32 in `owned`. The weights are exact; the matmul then runs on
+// f32 activations where the whole model converts them to the block type's activation blocks.
+Result<kernels::WeightView> dequantised_columns_of(const kernels::WeightView& w, int64_t c0,
+                                                   int64_t n,
+                                                   std::vector<std::vector<uint8_t>>& owned) {
+  auto total = checked_mul<uint64_t>(static_cast<uint64_t>(n) * sizeof(float),
+                                     static_cast<uint64_t>(w.rows));
+  if (!total) return out_of_range("tensor '{}' shard size overflows", std::string(w.name));
+  std::vector<uint8_t>& buf = owned.emplace_back(static_cast<size_t>(*total));
+  std::vector<float> row(static_cast<size_t>(w.cols)), scratch(static_cast<size_t>(w.cols));
+  const size_t row_bytes = static_cast<size_t>(n) * sizeof(float);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    kernels::dequantize_weight_row(w, r, row.data(), scratch.data());
+    std::memcpy(buf.data() + static_cast<size_t>(r) * row_bytes, row.data() + c0, row_bytes);
+  }
+  release_pages(w.data, w.data + static_cast<size_t>(w.rows) * w.row_bytes);
+  kernels::WeightView out;
+  out.dtype = tensor::DType::kF32;
+  out.rows = w.rows;
+  out.cols = n;
+  out.row_bytes = row_bytes;
+  out.data = buf.data();
+  out.name = w.name;
+  return out;
+}
+
+// Rows order[0..n) of w (any order), copied into `owned` with their zero term (stride n).
+Result<kernels::WeightView> gathered_rows_of(const kernels::WeightView& w, const int32_t* order,
+                                             int64_t n, std::vector<std::vector<uint8_t>>& owned) {
+  if (w.data == nullptr) return w;  // no gate (an ungated FFN)
+  for (int64_t i = 0; i < n; ++i) {
+    if (order[i] < 0 || order[i] >= w.rows) {
+      return invalid_argument(
+          "tensor '{}' cannot be split by tensor parallelism: the act-order input order of the "
+          "FFN's down projection names feature {}, outside its {} rows",
+          std::string(w.name), order[i], w.rows);
+    }
+  }
+  auto total = checked_mul<uint64_t>(w.row_bytes, static_cast<uint64_t>(n));
+  if (!total) return out_of_range("tensor '{}' shard size overflows", std::string(w.name));
+  std::vector<uint8_t>& buf = owned.emplace_back(static_cast<size_t>(*total));
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(buf.data() + static_cast<size_t>(i) * w.row_bytes, w.row(order[i]), w.row_bytes);
+  }
+  kernels::WeightView out = w;
+  out.rows = n;
+  out.data = buf.data();
+  out.packed = nullptr;
+  if (w.zero_term != nullptr) {
+    const int64_t groups = w.zero_groups();
+    std::vector<uint8_t>& zb =
+        owned.emplace_back(static_cast<size_t>(groups * n) * sizeof(float));  // <= w's term
+    float* z = reinterpret_cast<float*>(zb.data());
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t i = 0; i < n; ++i)
+        z[g * n + i] = w.zero_term[g * w.zero_stride + order[i]];
+    }
+    out.zero_term = z;
+    out.zero_stride = n;
+  }
+  release_pages(w.data, w.data + static_cast<size_t>(w.rows) * w.row_bytes);
+  return out;
+}
+
+// Rows [f0, f0 + n) of gate and up, those input columns of down. An act-order down (input order
+// set) keeps stored columns [f0, f0 + n) instead, a contiguous run of blocks and groups, and the
+// rank computes the intermediate features those columns hold, input_order[f0 + i] at local
+// position i: the matching rows of gate and up are gathered (rows are independent, so this is
+// exact), which makes the local input order the identity.
 Status split_ffn(FfnWeights& f, int64_t f0, int64_t n, std::vector<std::vector<uint8_t>>& owned) {
+  if (f.down.input_order != nullptr) {
+    const int32_t* features = f.down.input_order + f0;
+    PAGODA_ASSIGN_OR_RETURN(f.gate, gathered_rows_of(f.gate, features, n, owned));
+    PAGODA_ASSIGN_OR_RETURN(f.up, gathered_rows_of(f.up, features, n, owned));
+    kernels::WeightView stored = f.down;
+    stored.input_order = nullptr;
+    PAGODA_ASSIGN_OR_RETURN(f.down, columns_of(stored, f0, n, owned));
+    return Status();
+  }
   f.gate = rows_of(f.gate, f0, n);
   f.up = rows_of(f.up, f0, n);
   PAGODA_ASSIGN_OR_RETURN(f.down, columns_of(f.down, f0, n, owned));
   return Status();
+}
+
+// wo's input columns [q0, q0 + n) (this rank's query heads): as columns_of, or, for an act-order
+// weight, dequantised (counted in the shard, which logs the memory it costs).
+Result<kernels::WeightView> wo_columns_of(const kernels::WeightView& w, int64_t q0, int64_t n,
+                                          TensorShard& shard) {
+  if (w.input_order == nullptr) return columns_of(w, q0, n, shard.owned);
+  shard.dequantised_tensors += 1;
+  shard.dequantised_bytes += static_cast<uint64_t>(w.rows) * static_cast<uint64_t>(n) * 4;
+  return dequantised_columns_of(w, q0, n, shard.owned);
 }
 
 // Expert parallelism: rank r keeps experts [r*E/n, (r+1)*E/n) whole (the others become empty
@@ -121,7 +233,12 @@ void spill_owned(TensorShard& shard, DecoderWeights& w) {
   std::vector<size_t> offsets;
   size_t total = 0;
   bool written = true;
+  static constexpr uint8_t kPad[64] = {};
   for (const std::vector<uint8_t>& b : shard.owned) {
+    // Each copy starts on 64 bytes (zero terms and dequantised rows are floats).
+    const size_t pad = (64 - total % 64) % 64;
+    if (pad > 0 && ::write(fd, kPad, pad) != static_cast<ssize_t>(pad)) written = false;
+    total += pad;
     offsets.push_back(total);
     total += b.size();
     for (size_t done = 0; written && done < b.size();) {
@@ -135,23 +252,33 @@ void spill_owned(TensorShard& shard, DecoderWeights& w) {
   ::close(fd);
   if (!mapped.ok() || mapped->size() != total) return;
   size_t moved = 0;
-  auto rebase = [&](kernels::WeightView& v) {
-    for (size_t i = 0; v.data != nullptr && i < shard.owned.size(); ++i) {
+  auto rebase_ptr = [&]<typename T>(const T*& p) {
+    const auto* at = reinterpret_cast<const uint8_t*>(p);
+    for (size_t i = 0; at != nullptr && i < shard.owned.size(); ++i) {
       const uint8_t* b = shard.owned[i].data();
-      if (v.data >= b && v.data < b + shard.owned[i].size()) {
-        v.data = mapped->data() + offsets[i] + static_cast<size_t>(v.data - b);
+      if (at >= b && at < b + shard.owned[i].size()) {
+        p = reinterpret_cast<const T*>(mapped->data() + offsets[i] + static_cast<size_t>(at - b));
         ++moved;
         return;
       }
     }
   };
+  auto rebase = [&](kernels::WeightView& v) {
+    rebase_ptr(v.data);
+    rebase_ptr(v.zero_term);
+  };
+  auto rebase_ffn = [&](FfnWeights& f) {
+    rebase(f.gate);  // gathered rows (act-order down)
+    rebase(f.up);
+    rebase(f.down);
+  };
   for (DecoderLayer& L : w.layers) {
     rebase(L.attn.wo);
     if (L.mla) rebase(L.mla->wo);
-    rebase(L.ffn.down);
-    if (L.moe && L.moe->shared) rebase(L.moe->shared->down);
+    rebase_ffn(L.ffn);
+    if (L.moe && L.moe->shared) rebase_ffn(*L.moe->shared);
   }
-  PAGODA_CHECK(moved == shard.owned.size());  // every copy had exactly one view
+  PAGODA_CHECK(moved == shard.owned.size());  // every copy had exactly one pointer
   shard.spill = std::move(mapped).value();
   shard.owned.clear();
 }
@@ -240,7 +367,7 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
       a.bq = part_of(a.bq, q0, qn);
       a.bk = part_of(a.bk, k0, kn);
       a.bv = part_of(a.bv, k0, kn);
-      PAGODA_ASSIGN_OR_RETURN(a.wo, columns_of(a.wo, q0, qn, shard.owned));
+      PAGODA_ASSIGN_OR_RETURN(a.wo, wo_columns_of(a.wo, q0, qn, shard));
     }
     if (L.moe) {
       PAGODA_RETURN_IF_ERROR(shard_experts(local, rank, size, *L.moe, shard.owned));
@@ -250,6 +377,13 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
   }
   // (A pipeline stage other than the last has no output head.)
   if (w.output.data != nullptr) w.output = rows_of(w.output, shard.vocab_begin, shard.vocab_count);
+  if (shard.dequantised_tensors > 0) {
+    PAGODA_LOG_WARN(
+        "tensor parallelism: {} act-order attention output matrices (wo) keep this rank's input "
+        "columns as F32 rows ({:.1f} MiB): their heads' inputs are scattered over every "
+        "quantisation block",
+        shard.dequantised_tensors, static_cast<double>(shard.dequantised_bytes) / (1 << 20));
+  }
   spill_owned(shard, w);
   return shard;
 }

@@ -17,7 +17,12 @@
 // - token embedding and norms: replicated (the embedding stays in the file mapping, where a
 //   rank touches only the rows of the tokens it looks up).
 // Row slices are views into the file mapping; column slices are copies of each row's byte range,
-// which must start and end on a quantisation block (refused otherwise, naming the tensor).
+// which must start and end on a quantisation block (refused otherwise, naming the tensor) and,
+// for a GPTQ/AWQ zero term, on its zero-point groups (the term's groups are sliced with them).
+// Act-order (input-ordered) GPTQ weights: ffn_down keeps a contiguous run of stored columns and
+// the rank computes the intermediate features they hold (gate/up rows gathered to match); wo,
+// whose inputs are fixed by the rank's heads, keeps its columns dequantised to F32 (exact
+// weights, logged with the memory it costs).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +47,9 @@ struct TensorShard {
   // temporary file can be made.
   std::vector<std::vector<uint8_t>> owned;
   MappedFile spill;
+  // Act-order (GPTQ desc_act) wo matrices kept as dequantised F32 columns, and their bytes.
+  int32_t dequantised_tensors = 0;
+  uint64_t dequantised_bytes = 0;
 };
 
 // The config shard `rank` of `size` computes with: num_heads, num_kv_heads and ffn_dim divided

@@ -28,6 +28,11 @@ every weight dequantised by the numpy definitions above, stored as plain F32): t
 both the bit-exact dequantisation test and the logits test. DIR/hostile/* are corrupt variants
 (bad bits, missing scales, wrong shapes, g_idx out of range, ...) with the error each must give.
 DIR/manifest.json lists everything; DIR/.complete is written last.
+
+  /usr/bin/python3 tools/quant_fixtures/make_quant_fixtures.py --tp-shape --out DIR
+
+writes the GPTQ/AWQ cases only (no hostile ones), in a shape tensor parallelism can split in two
+(hidden 128 = 4 heads of 32, 2 KV heads, ffn 256): tests/golden/parallel's tp_quant_check.
 """
 import argparse
 import json
@@ -39,20 +44,33 @@ import struct
 import numpy as np
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, LAYERS = 96, 3, 1, 32, 160, 2
-LINEARS = [("self_attn.q_proj", HEADS * HEAD_DIM, HIDDEN),
-           ("self_attn.k_proj", KV_HEADS * HEAD_DIM, HIDDEN),
-           ("self_attn.v_proj", KV_HEADS * HEAD_DIM, HIDDEN),
-           ("self_attn.o_proj", HIDDEN, HEADS * HEAD_DIM),
-           ("mlp.gate_proj", FFN, HIDDEN),
-           ("mlp.up_proj", FFN, HIDDEN),
-           ("mlp.down_proj", HIDDEN, FFN)]
+
+
+def linears():
+    return [("self_attn.q_proj", HEADS * HEAD_DIM, HIDDEN),
+            ("self_attn.k_proj", KV_HEADS * HEAD_DIM, HIDDEN),
+            ("self_attn.v_proj", KV_HEADS * HEAD_DIM, HIDDEN),
+            ("self_attn.o_proj", HIDDEN, HEADS * HEAD_DIM),
+            ("mlp.gate_proj", FFN, HIDDEN),
+            ("mlp.up_proj", FFN, HIDDEN),
+            ("mlp.down_proj", HIDDEN, FFN)]
 
 # Mixtral-style MoE (the "moe" cases): attention as above, a router and EXPERTS SwiGLU experts.
 EXPERTS, EXPERTS_USED = 4, 2
-MOE_LINEARS = LINEARS[:4] + [(f"block_sparse_moe.experts.{e}.{w}", r, c)
-                             for e in range(EXPERTS)
-                             for w, r, c in (("w1", FFN, HIDDEN), ("w3", FFN, HIDDEN),
-                                             ("w2", HIDDEN, FFN))]
+
+
+def moe_linears():
+    return linears()[:4] + [(f"block_sparse_moe.experts.{e}.{w}", r, c)
+                            for e in range(EXPERTS)
+                            for w, r, c in (("w1", FFN, HIDDEN), ("w3", FFN, HIDDEN),
+                                            ("w2", HIDDEN, FFN))]
+
+
+# The cases --tp-shape writes (hidden 128, 4 heads, 2 KV heads, ffn 256: splits in two).
+TP_SHAPE = (128, 4, 2, 32, 256, 2)
+TP_CASES = ["gptq-4b-g32-sym", "gptq-4b-g64-asym-v1", "gptq-4b-g32-actorder-v2",
+            "gptq-4b-g32-sym-actorder", "gptq-4b-g48-actorder", "gptq-8b-g32-asym-v2",
+            "awq-4b-g32", "gptq-4b-g32-sym-actorder-mixtral", "awq-4b-g32-mixtral"]
 
 NF4_CODE = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
                      -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
@@ -453,7 +471,7 @@ def make_case(out_root, name, seed):
         if moe:
             plain[p + "block_sparse_moe.gate.weight"] = (
                 rng.standard_normal((EXPERTS, HIDDEN)) / math.sqrt(HIDDEN)).astype(np.float16)
-        for lin, rows, cols in (MOE_LINEARS if moe else LINEARS):
+        for lin, rows, cols in (moe_linears() if moe else linears()):
             tensors, w = maker(rng, rows, cols, spec)
             for suffix, t in tensors.items():
                 quant[f"{p}{lin}.{suffix}"] = t
@@ -584,12 +602,19 @@ def make_hostile(out_root):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output folder (replaced)")
+    ap.add_argument("--tp-shape", action="store_true",
+                    help="the GPTQ/AWQ cases only, in a shape tensor parallelism splits in two")
     args = ap.parse_args()
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
     os.makedirs(args.out)
-    cases = [make_case(args.out, name, 100 + i) for i, name in enumerate(sorted(CASES))]
-    hostile = make_hostile(args.out)
+    names = sorted(CASES)
+    if args.tp_shape:
+        global HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, LAYERS
+        HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, LAYERS = TP_SHAPE
+    cases = [make_case(args.out, name, 100 + i) for i, name in enumerate(names)
+             if not args.tp_shape or name in TP_CASES]
+    hostile = [] if args.tp_shape else make_hostile(args.out)
     write_json(os.path.join(args.out, "manifest.json"), {"cases": cases, "hostile": hostile})
     with open(os.path.join(args.out, ".complete"), "w") as f:
         f.write("ok\n")

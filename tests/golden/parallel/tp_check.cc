@@ -17,6 +17,13 @@
 //     -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0, arch/deepseek2-Q8_0. llama-Q4_K_M is refused at
 //     TP=2 (its 128-column wo shares are off the 256 block: tp_fault) and checked at PP=2.
 //     `tp_check FIXTURES HF_DIR MODEL.gguf` (by hand) checks only that model at TP=2 and PP=2.
+//     `tp_check FIXTURES --quant DIR` (tp_quant_check, -np 2): TP=2 on the GPTQ/AWQ directories
+//     of tools/quant_fixtures/make_quant_fixtures.py --tp-shape (symmetric, zero-point,
+//     act-order, AWQ, 8-bit, F32 act-order fallback, Mixtral experts): column splits that keep
+//     the blocks are the same arithmetic in another summation order (limit 0.01 x std); an
+//     act-order wo is kept as F32 columns on each rank, whose matmul skips the 8-bit activation
+//     rounding the whole model makes: within hf_quant_test's bound for that rounding (0.1 x std)
+//     of the whole model and of the dequantised F32 twin (DIR/NAME.f32).
 //  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
 //     through pagoda::Engine split (-np 2: TP=2, then PP=2 with micro-batches, and TP=2 on
 //     arch/deepseek2-Q8_0, whose KV bytes per token must stay the whole latent row while the
@@ -68,15 +75,17 @@ std::string layout(int32_t tp, int32_t pp) {
 
 // Rank 0: single-process vs split (tensor x pipeline layout tp x pp) logits for one model (a GGUF
 // file or an HF directory), on a KV cache of `kv`.
+// `reference`, when set, is loaded whole instead of `path` (the F32 twin of a quantised directory).
 void compare_logits(const std::string& path, const std::string& name, int32_t tp, int32_t pp,
-                    tensor::DType kv) {
-  auto whole = loader::load_model(path);
+                    tensor::DType kv, double limit, const std::string& reference = "") {
+  auto whole = loader::load_model(reference.empty() ? path : reference);
   auto split = loader::load_model(path, api::model_backend(tp, pp));
   if (!whole.ok() || !split.ok()) {
     check(false, name + ": load: " + (whole.ok() ? split : whole).status().message());
     return;
   }
   std::string mode = layout(tp, pp);
+  if (!reference.empty()) mode += " vs the dequantised F32 twin,";
   if (kv != tensor::DType::kF16) mode += " (KV " + std::string(tensor::dtype_name(kv)) + ")";
   for (const char* p : {"p1", "p2"}) {
     const std::string prompt = prompt_of(p);
@@ -102,11 +111,11 @@ void compare_logits(const std::string& path, const std::string& name, int32_t tp
         worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]) / std);
       }
     }
-    char buf[160];
+    char buf[200];
     std::snprintf(buf, sizeof(buf),
-                  "%s %s %s: %zu rows, max |split - whole| = %.2e x std (limit 0.02)", mode.c_str(),
-                  name.c_str(), p, rows, worst);
-    check(rows > 0 && a->rows.size() == b->rows.size() && worst <= 0.02, buf);
+                  "%s %s %s: %zu rows, max |split - whole| = %.2e x std (limit %.0e)", mode.c_str(),
+                  name.c_str(), p, rows, worst, limit);
+    check(rows > 0 && a->rows.size() == b->rows.size() && worst <= limit, buf);
     check(a->greedy_tokens == b->greedy_tokens && !a->greedy_tokens.empty(),
           mode + " " + name + " " + p + ": greedy tokens identical");
   }
@@ -194,6 +203,8 @@ struct Load {
   std::string name;
   int32_t tp, pp;
   tensor::DType kv = tensor::DType::kF16;
+  double limit = 0.02;         // max |split - whole| / the row's std
+  std::string reference = {};  // compared with this model whole (a path) instead
 };
 
 std::string path_of(const std::string& dir, const std::string& hf_dir, const std::string& name) {
@@ -208,11 +219,14 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "../shared/fixtures";
   // The HF fixture directories (tools/hf_fixtures/make_hf_fixtures.py; hf_golden_test makes them
   // in the build tree): used when complete, reported when not.
-  const std::string hf_dir = argc > 2 ? argv[2] : "";
+  // `--quant DIR` instead: the GPTQ/AWQ directories of make_quant_fixtures.py --tp-shape.
+  const bool quant = argc > 3 && std::string(argv[2]) == "--quant";
+  const std::string quant_dir = quant ? argv[3] : "";
+  const std::string hf_dir = argc > 2 && !quant ? argv[2] : "";
   const bool have_hf = !hf_dir.empty() && std::filesystem::exists(hf_dir + "/.complete");
   // One model of the caller's instead (argv[3], a GGUF path: tp_check_kquant's synthesized
   // TinyLlama-shape Q4_K_M): its TP=2 and PP=2 logits only.
-  const std::string only = argc > 3 ? argv[3] : "";
+  const std::string only = argc > 3 && !quant ? argv[3] : "";
   if (!std::filesystem::exists(dir + "/models/llama-Q8_0.gguf")) {
     std::printf("SKIP: fixtures not found at %s\n", dir.c_str());
     return finish_parallel(0);
@@ -227,7 +241,29 @@ int main(int argc, char** argv) {
   // -np 2: TP=2 (EP=2 on the MoE model), then PP=2 (2 stages of one layer each), with engine
   // runs at TP=2 and PP=2 (micro-batches). -np 4: TP=2 x PP=2, with an engine run.
   std::vector<Load> logit_loads, engine_loads;
-  if (!only.empty()) {
+  if (quant) {
+    if (ranks != 2 || !std::filesystem::exists(quant_dir + "/.complete")) {
+      std::printf(
+          "FAIL: --quant needs -np 2 and the directories of make_quant_fixtures.py "
+          "--tp-shape at '%s'\n",
+          quant_dir.c_str());
+      return finish_parallel(1, "tp_check --quant: bad arguments");
+    }
+    // Splits that keep the blocks: the same arithmetic in another summation order, which can tip
+    // a later activation's 8-bit rounding (llama-F16 measures 2.7e-3 x std above): 0.01.
+    const std::string q = "file:" + quant_dir + "/";
+    for (const char* c : {"gptq-4b-g32-sym", "gptq-4b-g64-asym-v1", "gptq-8b-g32-asym-v2",
+                          "awq-4b-g32", "awq-4b-g32-mixtral", "gptq-4b-g48-actorder"})
+      logit_loads.push_back({q + c, 2, 1, tensor::DType::kF16, 0.01});
+    // Act-order wo (an input order on Q4_0 blocks) is F32 on each rank: its matmul skips the
+    // 8-bit activation rounding the whole model makes, so the bound is hf_quant_test's for that
+    // rounding (quantised vs the dequantised F32 twin, 0.1 x std), against both.
+    for (const char* c : {"gptq-4b-g32-sym-actorder", "gptq-4b-g32-actorder-v2",
+                          "gptq-4b-g32-sym-actorder-mixtral"}) {
+      logit_loads.push_back({q + c, 2, 1, tensor::DType::kF16, 0.1});
+      logit_loads.push_back({q + c, 2, 1, tensor::DType::kF16, 0.1, quant_dir + "/" + c + ".f32"});
+    }
+  } else if (!only.empty()) {
     logit_loads = {{"file:" + only, 2, 1}, {"file:" + only, 1, 2}};
   } else if (ranks == 2) {
     for (const char* m :
@@ -260,12 +296,14 @@ int main(int argc, char** argv) {
     }
     return finish_parallel(0);
   }
-  if (ranks == 2 && !have_hf && only.empty()) {
+  if (ranks == 2 && !have_hf && only.empty() && !quant) {
     std::printf("NOTE: no HF fixture directories at '%s': the dense + MoE TP check is left out\n",
                 hf_dir.c_str());
   }
   for (const Load& l : logit_loads)
-    compare_logits(path_of(dir, hf_dir, l.name), l.name, l.tp, l.pp, l.kv);
+    compare_logits(path_of(dir, hf_dir, l.name),
+                   l.name.rfind("file:", 0) == 0 ? l.name.substr(l.name.rfind('/') + 1) : l.name,
+                   l.tp, l.pp, l.kv, l.limit, l.reference);
   // Each model's single-process run once, before its first split run.
   std::map<std::string, std::pair<Tokens, EngineStats>> whole;
   for (const Load& l : engine_loads) {

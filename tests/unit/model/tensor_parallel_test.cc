@@ -3,7 +3,10 @@
 // slices checked by dequantising the whole row and the shard's row), the one-rank communicator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backend/parallel/communicator.h"
@@ -387,6 +390,35 @@ TEST(TensorShard, MlaRefusesOutputColumnsOffTheQuantBlock) {
   EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
 }
 
+// An act-order MLA output matrix (its rank's head inputs scattered over the blocks) is refused by
+// name: the F32 fallback is for MHA's wo only (parallel.md, "GPTQ/AWQ weights under TP").
+TEST(TensorShard, MlaRefusesActOrderOutputColumns) {
+  ModelConfig c = mla_config();
+  c.v_head_dim = 16;  // attn_output [64, 64]: 32 columns per rank, on the block
+  std::mt19937 rng(9);
+  const auto wq_a = q8_matrix(32, 64, rng), wq_b = q8_matrix(96, 32, rng);
+  const auto wkv_a = q8_matrix(40, 64, rng), wo = q8_matrix(64, 64, rng);
+  std::vector<int32_t> order(64);
+  for (int32_t j = 0; j < 64; ++j)
+    order[static_cast<size_t>(j)] = 63 - j;
+  DecoderWeights w;
+  w.layers.resize(1);
+  MlaWeights& m = w.layers[0].mla.emplace();
+  m.wq_a = view(wq_a, 32, 64);
+  m.wq_b = view(wq_b, 96, 32);
+  m.wkv_a = view(wkv_a, 40, 64);
+  m.w_uk.assign(4 * 16 * 32, 0.0f);
+  m.w_uv_t.assign(4 * 32 * 16, 0.0f);
+  m.wo = view(wo, 64, 64);
+  m.wo.name = "blk.0.attn_output.weight";
+  m.wo.input_order = order.data();
+  auto shard = shard_decoder_weights(c, 0, 2, w);
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos);
+  EXPECT_NE(shard.status().message().find("act-order"), std::string::npos)
+      << shard.status().message();
+}
+
 // K-quant column shares on their 256-element super-block (TinyLlama's wo at TP=2: 1024 of 2048
 // columns): each rank's rows of wo (Q4_K) and ffn_down (Q6_K) decode to exactly those columns of
 // the whole rows.
@@ -474,6 +506,212 @@ TEST(TensorShard, RefusesColumnsOffTheQuantBlock) {
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("blk.0.ffn_down.weight"), std::string::npos);
   EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
+}
+
+// GPTQ/AWQ weights (weight_view.h): Q4_0 blocks with a zero term [groups, rows] and optionally an
+// input order. `Quant` owns the bytes; view() describes them.
+struct Quant {
+  int64_t rows = 0, cols = 0, group = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<float> zero;     // [cols / group, rows], empty for none
+  std::vector<int32_t> order;  // [cols], empty for none
+  kernels::WeightView view(const char* name) const {
+    kernels::WeightView w;
+    w.dtype = tensor::DType::kQ4_0;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = static_cast<size_t>(cols / 32 * 18);
+    w.data = bytes.data();
+    w.name = name;
+    if (!zero.empty()) {
+      w.zero_term = zero.data();
+      w.zero_group = group;
+      w.zero_stride = rows;
+    }
+    if (!order.empty()) w.input_order = order.data();
+    return w;
+  }
+};
+
+Quant q4_matrix(int64_t rows, int64_t cols, int64_t group, bool ordered, std::mt19937& rng) {
+  Quant q;
+  q.rows = rows;
+  q.cols = cols;
+  q.group = group;
+  std::normal_distribution<float> d;
+  q.bytes.resize(static_cast<size_t>(rows * cols / 32 * 18));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row)
+      v = d(rng);
+    kernels::quantize_row(tensor::DType::kQ4_0, row.data(), q.bytes.data() + r * cols / 32 * 18,
+                          cols);
+  }
+  if (group > 0) {
+    q.zero.resize(static_cast<size_t>(cols / group * rows));
+    for (float& v : q.zero)
+      v = d(rng);
+  }
+  if (ordered) {
+    q.order.resize(static_cast<size_t>(cols));
+    for (int64_t j = 0; j < cols; ++j)
+      q.order[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+    std::shuffle(q.order.begin(), q.order.end(), rng);
+  }
+  return q;
+}
+
+// The matrix a view stands for, row r, in input order (dequantised, zero term added).
+std::vector<double> matrix_row(const kernels::WeightView& w, int64_t r) {
+  std::vector<float> out(static_cast<size_t>(w.cols)), scratch(static_cast<size_t>(w.cols));
+  kernels::dequantize_weight_row(w, r, out.data(), scratch.data());
+  return {out.begin(), out.end()};
+}
+
+struct QuantLayer {
+  Quant wq, wk, wv, wo, gate, up, down, out;
+};
+
+// One layer of dense_config() in GPTQ form: every matrix Q4_0 with a zero term of `group`
+// columns, and, when `ordered`, an input order.
+QuantLayer quant_layer(int64_t group, bool ordered, std::mt19937& rng) {
+  return {q4_matrix(64, 64, group, ordered, rng),  q4_matrix(32, 64, group, ordered, rng),
+          q4_matrix(32, 64, group, ordered, rng),  q4_matrix(64, 64, group, ordered, rng),
+          q4_matrix(128, 64, group, ordered, rng), q4_matrix(128, 64, group, ordered, rng),
+          q4_matrix(64, 128, group, ordered, rng), q4_matrix(11, 64, 0, false, rng)};
+}
+
+void bind(const QuantLayer& q, DecoderWeights& w) {
+  w.layers.resize(1);
+  DecoderLayer& L = w.layers[0];
+  L.attn.wq = q.wq.view("blk.0.attn_q.weight");
+  L.attn.wk = q.wk.view("blk.0.attn_k.weight");
+  L.attn.wv = q.wv.view("blk.0.attn_v.weight");
+  L.attn.wo = q.wo.view("blk.0.attn_output.weight");
+  L.ffn.gate = q.gate.view("blk.0.ffn_gate.weight");
+  L.ffn.up = q.up.view("blk.0.ffn_up.weight");
+  L.ffn.down = q.down.view("blk.0.ffn_down.weight");
+  w.output = q.out.view("output.weight");
+}
+
+// AWQ / asymmetric GPTQ: the shard's wo and ffn_down columns carry their zero groups: every row
+// of the shard's matrix (dequantised with its term) is those columns of the whole one, exactly.
+TEST(TensorShard, ZeroTermColumnsCarryTheirGroups) {
+  std::mt19937 rng(6);
+  const QuantLayer q = quant_layer(32, false, rng);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    DecoderWeights w;
+    bind(q, w);
+    auto shard = shard_decoder_weights(dense_config(), rank, 2, w);
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    const DecoderLayer& L = w.layers[0];
+    EXPECT_EQ(shard->dequantised_tensors, 0);
+    for (auto [part, whole, cols] : {std::tuple{L.attn.wo, q.wo.view("wo"), 32},
+                                     std::tuple{L.ffn.down, q.down.view("down"), 64}}) {
+      ASSERT_EQ(part.cols, cols);
+      ASSERT_EQ(part.dtype, tensor::DType::kQ4_0);
+      ASSERT_NE(part.zero_term, nullptr);
+      EXPECT_EQ(part.zero_groups(), cols / 32);
+      for (int64_t r = 0; r < whole.rows; ++r) {
+        const std::vector<double> a = matrix_row(whole, r), b = matrix_row(part, r);
+        for (int32_t k = 0; k < cols; ++k)
+          ASSERT_EQ(b[static_cast<size_t>(k)], a[static_cast<size_t>(rank * cols + k)]);
+      }
+    }
+    // Row-split matrices keep their rows' terms (row_slice): gate row i is whole row 64r + i.
+    for (int64_t i = 0; i < L.ffn.gate.rows; ++i)
+      ASSERT_EQ(matrix_row(L.ffn.gate, i), matrix_row(q.gate.view("gate"), 64 * rank + i));
+  }
+}
+
+TEST(TensorShard, RefusesColumnsOffTheZeroGroup) {
+  std::mt19937 rng(7);
+  const QuantLayer q = quant_layer(64, false, rng);  // wo's 32-column shares split a group
+  DecoderWeights w;
+  bind(q, w);
+  auto shard = shard_decoder_weights(dense_config(), 1, 2, w);
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos)
+      << shard.status().message();
+  EXPECT_NE(shard.status().message().find("[32, 64) does not start and end on its 64-column "
+                                          "zero-point groups"),
+            std::string::npos)
+      << shard.status().message();
+}
+
+// Act-order GPTQ (an input order and a zero term on every matrix): each rank's FFN computes the
+// features its contiguous run of ffn_down's stored columns holds (gate/up rows gathered), and wo
+// keeps the rank's heads' input columns as F32. Checked against the definition in float64: the
+// ranks' partial FFN and wo outputs sum to the whole matrices' (up to rounding), every feature
+// is computed by exactly one rank, and wo's F32 columns equal the whole matrix's exactly.
+TEST(TensorShard, ActOrderSplitsTheFfnByStoredColumnsAndWoInF32) {
+  std::mt19937 rng(8);
+  const QuantLayer q = quant_layer(32, true, rng);
+  std::normal_distribution<double> d;
+  std::vector<double> x(64), heads(64);
+  for (double& v : x)
+    v = d(rng);
+  for (double& v : heads)
+    v = d(rng);
+  auto dot = [](const std::vector<double>& a, const double* b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      s += a[i] * b[i];
+    return s;
+  };
+  // The whole layer: y = down (gate x * up x) (no activation: the split is linear in it), o = wo h.
+  std::vector<double> h(128), y(64, 0.0), o(64, 0.0), y_split(64, 0.0), o_split(64, 0.0);
+  for (int64_t f = 0; f < 128; ++f)
+    h[static_cast<size_t>(f)] = dot(matrix_row(q.gate.view("g"), f), x.data()) *
+                                dot(matrix_row(q.up.view("u"), f), x.data());
+  for (int64_t r = 0; r < 64; ++r) {
+    y[static_cast<size_t>(r)] = dot(matrix_row(q.down.view("d"), r), h.data());
+    o[static_cast<size_t>(r)] = dot(matrix_row(q.wo.view("o"), r), heads.data());
+  }
+  std::vector<int> computed(128, 0);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    DecoderWeights w;
+    bind(q, w);
+    auto shard = shard_decoder_weights(dense_config(), rank, 2, w);
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    const DecoderLayer& L = w.layers[0];
+    EXPECT_EQ(shard->dequantised_tensors, 1);
+    EXPECT_EQ(shard->dequantised_bytes, 64u * 32u * 4u);
+    // FFN: 64 gathered rows of gate/up (their own input order and terms kept), down's stored
+    // columns [64r, 64r + 64) in the identity order with their zero groups.
+    ASSERT_EQ(L.ffn.gate.rows, 64);
+    ASSERT_EQ(L.ffn.down.cols, 64);
+    EXPECT_EQ(L.ffn.down.input_order, nullptr);
+    EXPECT_EQ(L.ffn.gate.input_order, q.gate.order.data());
+    EXPECT_EQ(L.ffn.down.dtype, tensor::DType::kQ4_0);
+    std::vector<double> h_local(64);
+    for (int64_t i = 0; i < 64; ++i) {
+      const int32_t f = q.down.order[static_cast<size_t>(64 * rank + i)];
+      ++computed[static_cast<size_t>(f)];
+      ASSERT_EQ(matrix_row(L.ffn.gate, i), matrix_row(q.gate.view("g"), f));
+      ASSERT_EQ(matrix_row(L.ffn.up, i), matrix_row(q.up.view("u"), f));
+      h_local[static_cast<size_t>(i)] =
+          dot(matrix_row(L.ffn.gate, i), x.data()) * dot(matrix_row(L.ffn.up, i), x.data());
+    }
+    // wo: F32 rows of the rank's 32 head inputs, exactly the whole matrix's columns.
+    ASSERT_EQ(L.attn.wo.dtype, tensor::DType::kF32);
+    ASSERT_EQ(L.attn.wo.cols, 32);
+    EXPECT_EQ(L.attn.wo.zero_term, nullptr);
+    EXPECT_EQ(L.attn.wo.input_order, nullptr);
+    for (int64_t r = 0; r < 64; ++r) {
+      const std::vector<double> whole = matrix_row(q.wo.view("o"), r);
+      const std::vector<double> part = matrix_row(L.attn.wo, r);
+      for (int64_t k = 0; k < 32; ++k)
+        ASSERT_EQ(part[static_cast<size_t>(k)], whole[static_cast<size_t>(32 * rank + k)]);
+      y_split[static_cast<size_t>(r)] += dot(matrix_row(L.ffn.down, r), h_local.data());
+      o_split[static_cast<size_t>(r)] += dot(part, heads.data() + 32 * rank);
+    }
+  }
+  EXPECT_EQ(computed, std::vector<int>(128, 1));
+  for (size_t r = 0; r < 64; ++r) {
+    EXPECT_NEAR(y_split[r], y[r], 1e-9 * (1 + std::abs(y[r])));
+    EXPECT_NEAR(o_split[r], o[r], 1e-9 * (1 + std::abs(o[r])));
+  }
 }
 
 TEST(LocalCommunicator, IsOneRank) {
