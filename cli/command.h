@@ -34,6 +34,8 @@ void add_speculative_options(CLI::App* cmd, SpeculativeConfig& spec);
 // `--tensor-parallel-size N`: split the model across the N ranks of `mpirun -np N pagoda ...`
 // (pagoda/parallel.h).
 void add_tensor_parallel_option(CLI::App* cmd, int32_t& tensor_parallel_size);
+// --expert-parallel (EngineConfig::expert_parallel).
+void add_expert_parallel_flag(CLI::App* cmd, bool& expert_parallel);
 // `--pipeline-parallel-size N`: the layers in N stages, one per rank.
 void add_pipeline_parallel_option(CLI::App* cmd, int32_t& pipeline_parallel_size);
 

@@ -68,6 +68,12 @@ void add_tensor_parallel_option(CLI::App* cmd, int32_t& tensor_parallel_size) {
       ->capture_default_str();
 }
 
+void add_expert_parallel_flag(CLI::App* cmd, bool& expert_parallel) {
+  cmd->add_flag("--expert-parallel", expert_parallel,
+                "Under --tensor-parallel-size, give each rank whole MoE experts (expert "
+                "parallelism) instead of a share of every expert's width");
+}
+
 void add_pipeline_parallel_option(CLI::App* cmd, int32_t& pipeline_parallel_size) {
   cmd->add_option("--pipeline-parallel-size", pipeline_parallel_size,
                   "Split the layers into this many stages, one per rank of `mpirun -np N`")

@@ -225,7 +225,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
     std::string model, batches = "1,4,16";
     int32_t prompt_len = 512, gen_len = 128, threads = 0, repeats = 3;
     int32_t tensor_parallel_size = 1, pipeline_parallel_size = 1;
-    bool json = false, flash_attn = false;
+    bool json = false, flash_attn = false, expert_parallel = false;
     std::string kv_cache_dtype = "f16";
   };
   auto opts = std::make_shared<Opts>();
@@ -245,6 +245,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
   add_flash_attn_flag(cmd, opts->flash_attn);
   add_tensor_parallel_option(cmd, opts->tensor_parallel_size);
   add_pipeline_parallel_option(cmd, opts->pipeline_parallel_size);
+  add_expert_parallel_flag(cmd, opts->expert_parallel);
   cmd->add_flag("--json", opts->json, "Print JSON");
   cmd->callback([cmd, opts, &action] {
     if (!cmd->get_subcommands().empty()) return;  // `bench engine` / `bench serve`
@@ -263,6 +264,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
         engine.model_path = path;
         engine.tensor_parallel_size = tp;
         engine.pipeline_parallel_size = pp;
+        engine.expert_parallel = opts->expert_parallel;
         engine.num_threads = opts->threads;
         if (auto worker = run_as_parallel_worker(engine)) return *worker;
       } else if (parallel_rank() != 0) {
@@ -279,7 +281,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
         return fail("--batch must be a comma-separated list of integers in [1, 4096]");
       }
       if (opts->threads > 0) kernels::set_num_threads(opts->threads);
-      auto loaded = loader::load_model(path, api::model_backend(tp, pp));
+      auto loaded = loader::load_model(path, api::model_backend(tp, pp, opts->expert_parallel));
       if (!loaded.ok()) return fail(loaded.status().message());
       model::Model& m = *loaded->model;
       const auto& c = m.config();
@@ -329,6 +331,7 @@ void register_bench(CLI::App& app, CommandAction& action) {
       out["kv_cache_dtype"] = std::string(tensor::dtype_name(*kv_dtype));
       out["flash_attention"] = opts->flash_attn;
       out["tensor_parallel_size"] = tp;
+      out["expert_parallel"] = opts->expert_parallel;
       out["pipeline_parallel_size"] = pp;
       nlohmann::json ranks = nlohmann::json::array();
       for (const model::RankMemory& r : *memory) {

@@ -76,6 +76,7 @@ struct BenchOpts {
   int32_t lora_compare = 0;  // > 0: rounds of no adapter vs adapters (needs --lora)
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  bool expert_parallel = false;
   int32_t beam_width = 0;  // > 0: the beam-search KV comparison (bench_beam.cc) instead
 };
 
@@ -107,6 +108,7 @@ int run_bench(const BenchOpts& o) {
   if (const std::string err = apply_lora_options(o.lora, cfg); !err.empty()) return fail(err);
   cfg.tensor_parallel_size = o.tensor_parallel_size;
   cfg.pipeline_parallel_size = o.pipeline_parallel_size;
+  cfg.expert_parallel = o.expert_parallel;
   if (auto worker = run_as_parallel_worker(cfg)) return *worker;
   if (o.beam_width > 0) {
     return run_bench_beam(cfg, o.beam_width, o.input_len, o.output_len, o.seed, o.json);
@@ -456,6 +458,7 @@ void register_bench_engine(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(0, 4096));
   add_tensor_parallel_option(cmd, o->tensor_parallel_size);
   add_pipeline_parallel_option(cmd, o->pipeline_parallel_size);
+  add_expert_parallel_flag(cmd, o->expert_parallel);
   cmd->callback([o, &action] { action = [o] { return run_bench(*o); }; });
 }
 

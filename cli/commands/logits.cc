@@ -18,7 +18,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
   struct Opts {
     std::string model, prompt, kv_cache_dtype = "f16";
     int32_t n_predict = 8, top = 64;
-    bool flash_attn = false;
+    bool flash_attn = false, expert_parallel = false;
     int32_t tensor_parallel_size = 1, pipeline_parallel_size = 1, threads = 0;
   };
   auto opts = std::make_shared<Opts>();
@@ -33,6 +33,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
   add_flash_attn_flag(cmd, opts->flash_attn);
   add_tensor_parallel_option(cmd, opts->tensor_parallel_size);
   add_pipeline_parallel_option(cmd, opts->pipeline_parallel_size);
+  add_expert_parallel_flag(cmd, opts->expert_parallel);
   cmd->add_option("-t,--threads", opts->threads, "Compute threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
   cmd->callback([opts, &action] {
@@ -43,6 +44,7 @@ void register_logits(CLI::App& app, CommandAction& action) {
       engine.model_path = path;
       engine.tensor_parallel_size = opts->tensor_parallel_size;
       engine.pipeline_parallel_size = opts->pipeline_parallel_size;
+      engine.expert_parallel = opts->expert_parallel;
       engine.num_threads = opts->threads;
       if (auto worker = run_as_parallel_worker(engine)) return *worker;
       if (Status s = check_parallel_sizes(opts->tensor_parallel_size, opts->pipeline_parallel_size);
@@ -51,7 +53,8 @@ void register_logits(CLI::App& app, CommandAction& action) {
       }
       if (opts->threads > 0) kernels::set_num_threads(opts->threads);
       auto loaded = loader::load_model(
-          path, api::model_backend(opts->tensor_parallel_size, opts->pipeline_parallel_size));
+          path, api::model_backend(opts->tensor_parallel_size, opts->pipeline_parallel_size,
+                                   opts->expert_parallel));
       if (!loaded.ok()) return fail(loaded.status().message());
       auto kv_dtype = api::parse_kv_cache_dtype(opts->kv_cache_dtype);
       if (!kv_dtype.ok()) return fail(kv_dtype.status().message());

@@ -361,6 +361,7 @@ void register_serve(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   add_tensor_parallel_option(cmd, o.engine.tensor_parallel_size);
   add_pipeline_parallel_option(cmd, o.engine.pipeline_parallel_size);
+  add_expert_parallel_flag(cmd, o.engine.expert_parallel);
   cmd->add_option("-t,--threads", o.engine.num_threads, "Compute threads (0: all cores)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();

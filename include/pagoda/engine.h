@@ -84,6 +84,10 @@ struct EngineConfig {
   // Consecutive stages the layers are split into (pipeline parallelism), one per rank of the job;
   // 1: none. Not combined with tensor_parallel_size yet.
   int32_t pipeline_parallel_size = 1;
+  // MoE layers under tensor parallelism: false (vLLM's default) splits every expert's width across
+  // the ranks like a dense FFN; true (--expert-parallel) gives each rank whole experts by index.
+  // No effect on dense models or without tensor parallelism.
+  bool expert_parallel = false;
   // One dummy forward pass of the largest step before the first request (see
   // ModelRunner::warm_up), so the first requests' TTFT carries no one-time costs.
   bool warm_up = true;

@@ -281,7 +281,8 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   PAGODA_ASSIGN_OR_RETURN(
       e->loaded_,
       loader::load_model(config.model_path, api::model_backend(config.tensor_parallel_size,
-                                                               config.pipeline_parallel_size)));
+                                                               config.pipeline_parallel_size,
+                                                               config.expert_parallel)));
   const model::ModelConfig& mc = e->loaded_.model->config();
   if (mc.encoder && (config.tensor_parallel_size > 1 || config.pipeline_parallel_size > 1)) {
     return unimplemented("encoder models with tensor or pipeline parallelism: not yet");

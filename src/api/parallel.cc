@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,18 +21,20 @@ namespace pagoda {
 
 namespace api {
 
-backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size) {
+backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size,
+                                bool expert_parallel) {
   using backend::parallel::ShardedBackend;
   if (tensor_parallel_size <= 1 && pipeline_parallel_size <= 1) return backend::cpu_backend();
   // One per layout, made on first use (collective: every rank asks for the same layouts in the
   // same order, as they load the same models).
   static std::mutex mu;
-  static std::map<std::pair<int32_t, int32_t>, std::unique_ptr<ShardedBackend>> layouts;
+  static std::map<std::tuple<int32_t, int32_t, bool>, std::unique_ptr<ShardedBackend>> layouts;
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = layouts[{tensor_parallel_size, pipeline_parallel_size}];
+  auto& slot = layouts[{tensor_parallel_size, pipeline_parallel_size, expert_parallel}];
   if (!slot) {
     slot = std::make_unique<ShardedBackend>(backend::cpu_backend(), backend::parallel::world(),
-                                            tensor_parallel_size, pipeline_parallel_size);
+                                            tensor_parallel_size, pipeline_parallel_size,
+                                            expert_parallel);
   }
   return *slot;
 }
@@ -77,8 +80,8 @@ Status run_parallel_worker(const EngineConfig& config) {
   }
   if (config.num_threads > 0) kernels::set_num_threads(config.num_threads);
   auto loaded = loader::load_model(
-      config.model_path,
-      api::model_backend(config.tensor_parallel_size, config.pipeline_parallel_size));
+      config.model_path, api::model_backend(config.tensor_parallel_size,
+                                            config.pipeline_parallel_size, config.expert_parallel));
   if (!loaded.ok()) comm.abort(1, "cannot load my shard: " + loaded.status().message());
   return loaded->model->run_worker();
 }

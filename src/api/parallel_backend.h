@@ -9,6 +9,7 @@
 
 namespace pagoda::api {
 
-backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size = 1);
+backend::Backend& model_backend(int32_t tensor_parallel_size, int32_t pipeline_parallel_size = 1,
+                                bool expert_parallel = false);
 
 }  // namespace pagoda::api

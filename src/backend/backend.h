@@ -26,6 +26,10 @@ struct TensorParallel {
   parallel::Communicator* comm = nullptr;
   int32_t rank = 0;
   int32_t size = 1;
+  // MoE layers: false splits every expert's width like a dense FFN (vLLM's default); true keeps
+  // whole experts by index, [rank*E/size, (rank+1)*E/size) (expert parallelism,
+  // --expert-parallel).
+  bool expert_parallel = false;
 };
 
 // This process's stage of a pipeline-parallel model: layers split into `size` consecutive stages,

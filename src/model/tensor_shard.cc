@@ -179,14 +179,24 @@ Result<kernels::WeightView> wo_columns_of(const kernels::WeightView& w, int64_t 
   return dequantised_columns_of(w, q0, n, shard.owned);
 }
 
-// Expert parallelism: rank r keeps experts [r*E/n, (r+1)*E/n) whole (the others become empty
-// views, which moe_block skips and nothing loads); the router is replicated so every rank routes
-// every token alike; a shared expert is split like a dense FFN. The all-reduce after the block
-// adds up each token's experts from the ranks that hold them.
-Status shard_experts(const ModelConfig& local, int32_t rank, int32_t size, MoeWeights& moe,
-                     std::vector<std::vector<uint8_t>>& owned) {
+// The router is replicated so every rank routes every token alike; the all-reduce after the
+// block adds up each token's expert outputs from the ranks. Expert parallelism: rank r keeps
+// experts [r*E/n, (r+1)*E/n) whole (the others become empty views, which moe_block skips and
+// nothing loads). Otherwise every expert is split like a dense FFN (rows of gate/up, those input
+// columns of down), each rank computing its part of every expert. A shared expert is always split
+// like a dense FFN.
+Status shard_experts(const ModelConfig& local, int32_t rank, int32_t size, bool expert_parallel,
+                     MoeWeights& moe, std::vector<std::vector<uint8_t>>& owned) {
   const auto per_rank = static_cast<int64_t>(moe.experts.size()) / size;
   for (int64_t e = 0; e < static_cast<int64_t>(moe.experts.size()); ++e) {
+    FfnWeights& expert = moe.experts[static_cast<size_t>(e)];
+    if (!expert_parallel) {
+      const int64_t n = local.expert_ffn_dim;
+      if (expert.down.rows > 0) {
+        PAGODA_RETURN_IF_ERROR(split_ffn(expert, int64_t{rank} * n, n, owned));
+      }
+      continue;
+    }
     if (e / per_rank != rank) {
       const FfnActivation act = moe.experts[static_cast<size_t>(e)].activation;
       moe.experts[static_cast<size_t>(e)] = FfnWeights{};
@@ -277,6 +287,10 @@ void spill_owned(TensorShard& shard, DecoderWeights& w) {
     if (L.mla) rebase(L.mla->wo);
     rebase_ffn(L.ffn);
     if (L.moe && L.moe->shared) rebase_ffn(*L.moe->shared);
+    if (L.moe) {
+      for (FfnWeights& e : L.moe->experts)
+        rebase_ffn(e);
+    }
   }
   PAGODA_CHECK(moved == shard.owned.size());  // every copy had exactly one pointer
   shard.spill = std::move(mapped).value();
@@ -285,7 +299,8 @@ void spill_owned(TensorShard& shard, DecoderWeights& w) {
 
 }  // namespace
 
-Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size) {
+Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size,
+                                 bool expert_parallel) {
   if (size < 1 || rank < 0 || rank >= size) {
     return invalid_argument("tensor-parallel rank {} of {} is out of range", rank, size);
   }
@@ -303,9 +318,16 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
   const bool dense_ffn =
       full.num_experts == 0 || full.leading_dense_layers > 0 || !full.dense_layers.empty();
   if (full.num_experts > 0) {
-    if (full.num_experts % size != 0) {
-      return invalid_argument("expert_count {} is not divisible by --tensor-parallel-size {}",
-                              full.num_experts, size);
+    if (expert_parallel && full.num_experts % size != 0) {
+      return invalid_argument(
+          "expert_count {} is not divisible by --tensor-parallel-size {} (--expert-parallel)",
+          full.num_experts, size);
+    }
+    if (!expert_parallel && full.expert_ffn() % size != 0) {
+      return invalid_argument(
+          "expert_feed_forward_length {} is not divisible by --tensor-parallel-size {} (or keep "
+          "whole experts per rank: --expert-parallel)",
+          full.expert_ffn(), size);
     }
     if (full.shared_expert_ffn_dim % size != 0) {
       return invalid_argument(
@@ -333,15 +355,16 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
   c.num_kv_heads = full.num_kv_heads / size;
   if (full.num_experts > 0) {
     c.shared_expert_ffn_dim = full.shared_expert_ffn_dim / size;
-    c.expert_ffn_dim = full.expert_ffn();  // whole experts (their width no longer ffn_dim's)
+    // Whole experts, or each rank's share of every expert (its width no longer ffn_dim's).
+    c.expert_ffn_dim = expert_parallel ? full.expert_ffn() : full.expert_ffn() / size;
   }
   if (dense_ffn) c.ffn_dim = full.ffn_dim / size;
   return c;
 }
 
 Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank, int32_t size,
-                                          DecoderWeights& w) {
-  PAGODA_ASSIGN_OR_RETURN(ModelConfig local, shard_config(full, rank, size));
+                                          bool expert_parallel, DecoderWeights& w) {
+  PAGODA_ASSIGN_OR_RETURN(ModelConfig local, shard_config(full, rank, size, expert_parallel));
   TensorShard shard;
   shard.rank = rank;
   shard.size = size;
@@ -370,7 +393,8 @@ Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank,
       PAGODA_ASSIGN_OR_RETURN(a.wo, wo_columns_of(a.wo, q0, qn, shard));
     }
     if (L.moe) {
-      PAGODA_RETURN_IF_ERROR(shard_experts(local, rank, size, *L.moe, shard.owned));
+      PAGODA_RETURN_IF_ERROR(
+          shard_experts(local, rank, size, expert_parallel, *L.moe, shard.owned));
       continue;
     }
     PAGODA_RETURN_IF_ERROR(split_ffn(L.ffn, f0, fn, shard.owned));

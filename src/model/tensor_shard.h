@@ -10,8 +10,10 @@
 // - FFN: rows [r*f/n, (r+1)*f/n) of gate and up (column-parallel) and those input columns of
 //   down (row-parallel, one all-reduce);
 // - output head: vocabulary rows [r*ceil(V/n), ...) (the logits are all-gathered);
-// - MoE layers (expert parallelism): whole experts by index, [r*E/n, (r+1)*E/n); the router
-//   replicated; a shared expert split like the FFN; the same all-reduce sums each token's experts;
+// - MoE layers: every expert split like the FFN (its rows of gate/up, those input columns of
+//   down: vLLM's default), or under expert parallelism (--expert-parallel) whole experts by index,
+//   [r*E/n, (r+1)*E/n); the router replicated; a shared expert split like the FFN; the same
+//   all-reduce sums each token's experts;
 //   the dense layers of a MoE model (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers) split
 //   like any FFN;
 // - token embedding and norms: replicated (the embedding stays in the file mapping, where a
@@ -58,11 +60,14 @@ struct TensorShard {
 // kv_lora_rank and rope_dims stay, so model::kv_layout gives every rank the whole latent row).
 // invalid_argument (naming the dimension) when the model cannot be split that way (heads, KV
 // heads, ffn or experts not divisible; MLA: num_heads, named with the architecture).
-Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size);
+// expert_parallel: see backend::TensorParallel (whole experts per rank, or every expert's width
+// divided by size).
+Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t size,
+                                 bool expert_parallel = false);
 
 // Narrows `weights` (bound for `full`) to shard `rank` of `size` in place. The column slices
 // end in the shard's `spill` file mapping (or `owned`, see above).
 Result<TensorShard> shard_decoder_weights(const ModelConfig& full, int32_t rank, int32_t size,
-                                          DecoderWeights& weights);
+                                          bool expert_parallel, DecoderWeights& weights);
 
 }  // namespace pagoda::model

@@ -5,8 +5,12 @@
 namespace pagoda::backend::parallel {
 
 ShardedBackend::ShardedBackend(Backend& device, Communicator& world, int32_t tensor_size,
-                               int32_t pipeline_size)
-    : device_(device), world_(world), tensor_size_(tensor_size), pipeline_size_(pipeline_size) {
+                               int32_t pipeline_size, bool expert_parallel)
+    : device_(device),
+      world_(world),
+      tensor_size_(tensor_size),
+      pipeline_size_(pipeline_size),
+      expert_parallel_(expert_parallel) {
   PAGODA_CHECK(tensor_size >= 1 && pipeline_size >= 1 &&
                int64_t{tensor_size} * pipeline_size == world.size());
   if (tensor_size > 1 && pipeline_size > 1) {
@@ -18,7 +22,7 @@ ShardedBackend::ShardedBackend(Backend& device, Communicator& world, int32_t ten
 TensorParallel ShardedBackend::tensor_parallel() const {
   if (tensor_size_ <= 1) return {};
   Communicator& group = stage_group_ ? *stage_group_ : world_;
-  return TensorParallel{&group, group.rank(), tensor_size_};
+  return TensorParallel{&group, group.rank(), tensor_size_, expert_parallel_};
 }
 
 PipelineParallel ShardedBackend::pipeline_parallel() const {

@@ -32,7 +32,9 @@ class ShardedBackend final : public Backend {
  public:
   // Collective over `world` (it splits the stage groups). Precondition: tensor_size *
   // pipeline_size == world.size(). `device` and `world` must outlive this.
-  ShardedBackend(Backend& device, Communicator& world, int32_t tensor_size, int32_t pipeline_size);
+  // expert_parallel: MoE layers keep whole experts per rank (TensorParallel::expert_parallel).
+  ShardedBackend(Backend& device, Communicator& world, int32_t tensor_size, int32_t pipeline_size,
+                 bool expert_parallel = false);
 
   std::string_view name() const override { return device_.name(); }
   Result<std::unique_ptr<DeviceBuffer>> allocate(uint64_t bytes, MemoryKind kind) override {
@@ -53,6 +55,7 @@ class ShardedBackend final : public Backend {
   Backend& device_;
   Communicator& world_;
   int32_t tensor_size_, pipeline_size_;
+  bool expert_parallel_;
   std::unique_ptr<Communicator> stage_group_;  // null: the stage is the whole world
 };
 

@@ -36,10 +36,11 @@ Result<std::unique_ptr<Model>> build_decoder(const ModelConfig& config,
   }
   const backend::TensorParallel tp = backend.tensor_parallel();
   if (tp.size > 1) {
-    PAGODA_ASSIGN_OR_RETURN(ModelConfig local, shard_config(config, tp.rank, tp.size));
+    PAGODA_ASSIGN_OR_RETURN(ModelConfig local,
+                            shard_config(config, tp.rank, tp.size, tp.expert_parallel));
     local.num_layers = staged.num_layers;
-    PAGODA_ASSIGN_OR_RETURN(TensorShard shard,
-                            shard_decoder_weights(config, tp.rank, tp.size, weights));
+    PAGODA_ASSIGN_OR_RETURN(TensorShard shard, shard_decoder_weights(config, tp.rank, tp.size,
+                                                                     tp.expert_parallel, weights));
     return std::unique_ptr<Model>(std::make_unique<DecoderModel>(
         std::move(local), std::move(weights), std::move(source), backend, std::move(shard)));
   }

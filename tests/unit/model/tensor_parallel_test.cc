@@ -124,7 +124,7 @@ TEST(TensorShard, DividesHeadsAndFfnOrRefuses) {
   ModelConfig moe = dense_config();
   moe.num_experts = 3;
   moe.num_experts_used = 2;
-  auto experts = shard_config(moe, 0, 2);
+  auto experts = shard_config(moe, 0, 2, /*expert_parallel=*/true);
   ASSERT_FALSE(experts.ok());
   EXPECT_NE(experts.status().message().find("expert_count"), std::string::npos);
 }
@@ -139,7 +139,7 @@ TEST(TensorShard, MoeWithDenseLayers) {
   moe.num_experts_used = 2;
   moe.shared_expert_ffn_dim = 96;
   // All layers MoE: ffn_dim is the experts' width and stays whole.
-  auto all = shard_config(moe, 1, 2);
+  auto all = shard_config(moe, 1, 2, true);
   ASSERT_TRUE(all.ok()) << all.status().message();
   EXPECT_EQ(all->ffn_dim, 128);
   EXPECT_EQ(all->expert_ffn(), 128);
@@ -147,7 +147,7 @@ TEST(TensorShard, MoeWithDenseLayers) {
   // A leading dense layer of ffn 128, experts of 32.
   moe.leading_dense_layers = 1;
   moe.expert_ffn_dim = 32;
-  auto lead = shard_config(moe, 0, 2);
+  auto lead = shard_config(moe, 0, 2, true);
   ASSERT_TRUE(lead.ok()) << lead.status().message();
   EXPECT_EQ(lead->ffn_dim, 64);
   EXPECT_EQ(lead->expert_ffn(), 32);
@@ -156,15 +156,34 @@ TEST(TensorShard, MoeWithDenseLayers) {
   moe.leading_dense_layers = 0;
   moe.expert_ffn_dim = 0;
   moe.dense_layers = {2};
-  auto listed = shard_config(moe, 1, 2);
+  auto listed = shard_config(moe, 1, 2, true);
   ASSERT_TRUE(listed.ok()) << listed.status().message();
   EXPECT_EQ(listed->ffn_dim, 64);
   EXPECT_EQ(listed->expert_ffn(), 128);
   moe.ffn_dim = 129;
   moe.expert_ffn_dim = 32;
-  auto odd = shard_config(moe, 0, 2);
+  auto odd = shard_config(moe, 0, 2, true);
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.status().message().find("feed_forward_length 129"), std::string::npos);
+}
+
+// Without --expert-parallel every expert splits by width (vLLM's default): expert_ffn_dim is each
+// rank's share; the expert count need not divide; a width that does not divide is refused, naming
+// the flag that keeps experts whole.
+TEST(TensorShard, MoeExpertsSplitByWidth) {
+  ModelConfig moe = dense_config();
+  moe.num_experts = 3;
+  moe.num_experts_used = 2;
+  moe.expert_ffn_dim = 64;
+  auto c = shard_config(moe, 1, 2);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->num_experts, 3);
+  EXPECT_EQ(c->expert_ffn(), 32);
+  moe.expert_ffn_dim = 65;
+  auto odd = shard_config(moe, 0, 2);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("expert_feed_forward_length 65"), std::string::npos);
+  EXPECT_NE(odd.status().message().find("--expert-parallel"), std::string::npos);
 }
 
 // DeepSeek-V2-like MLA: 4 heads of 16 no-rope + 8 rope key dims, 16-wide values, a 32-wide
@@ -259,7 +278,7 @@ TEST(TensorShard, SplitsRowsAndBlockAlignedColumns) {
     L.ffn.up = view(up, 128, 64);
     L.ffn.down = view(down, 64, 128);
     w.output = view(out, 11, 64);
-    auto shard = shard_decoder_weights(c, rank, 2, w);
+    auto shard = shard_decoder_weights(c, rank, 2, false, w);
     ASSERT_TRUE(shard.ok()) << shard.status().message();
     // Rows: query heads 2r, 2r+1 (rows [32r, 32r+32)), KV head r, ffn rows [64r, 64r+64).
     EXPECT_EQ(L.attn.wq.rows, 32);
@@ -329,7 +348,7 @@ TEST(TensorShard, MlaSplitsQueryHeadsAndTheirUpProjections) {
       L.ffn.up = view(up, 128, 64);
       L.ffn.down = view(down, 64, 128);
       w.output = view(out, 11, 64);
-      auto shard = shard_decoder_weights(c, rank, 2, w);
+      auto shard = shard_decoder_weights(c, rank, 2, false, w);
       ASSERT_TRUE(shard.ok()) << shard.status().message();
       // Replicated: the latent projection (and its norm), the q compression.
       EXPECT_EQ(m.wkv_a.data, wkv_a.data());
@@ -384,7 +403,7 @@ TEST(TensorShard, MlaRefusesOutputColumnsOffTheQuantBlock) {
   m.w_uv_t.assign(4 * 32 * 8, 0.0f);
   m.wo = view(wo, 64, 32);
   m.wo.name = "blk.0.attn_output.weight";
-  auto shard = shard_decoder_weights(c, 1, 2, w);
+  auto shard = shard_decoder_weights(c, 1, 2, false, w);
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos);
   EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
@@ -412,7 +431,7 @@ TEST(TensorShard, MlaRefusesActOrderOutputColumns) {
   m.wo = view(wo, 64, 64);
   m.wo.name = "blk.0.attn_output.weight";
   m.wo.input_order = order.data();
-  auto shard = shard_decoder_weights(c, 0, 2, w);
+  auto shard = shard_decoder_weights(c, 0, 2, false, w);
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos);
   EXPECT_NE(shard.status().message().find("act-order"), std::string::npos)
@@ -465,7 +484,7 @@ TEST(TensorShard, KQuantColumnsOnTheSuperBlock) {
     L.ffn.gate = L.ffn.up = kview(DType::kQ4_K, gate, 1024, 512);
     L.ffn.down = kview(DType::kQ6_K, down, 512, 1024);
     w.output = kview(DType::kQ6_K, out, 11, 512);
-    auto shard = shard_decoder_weights(c, rank, 2, w);
+    auto shard = shard_decoder_weights(c, rank, 2, false, w);
     ASSERT_TRUE(shard.ok()) << shard.status().message();
     for (auto [part, whole, cols] :
          {std::tuple{L.attn.wo, kview(DType::kQ4_K, wo, 512, 512), 256},
@@ -502,7 +521,7 @@ TEST(TensorShard, RefusesColumnsOffTheQuantBlock) {
   L.ffn.down = view(down, 64, 96);
   L.ffn.down.name = "blk.0.ffn_down.weight";
   w.output = view(out, 11, 64);
-  auto shard = shard_decoder_weights(c, 0, 2, w);
+  auto shard = shard_decoder_weights(c, 0, 2, false, w);
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("blk.0.ffn_down.weight"), std::string::npos);
   EXPECT_NE(shard.status().message().find("quantisation block"), std::string::npos);
@@ -602,7 +621,7 @@ TEST(TensorShard, ZeroTermColumnsCarryTheirGroups) {
   for (int32_t rank = 0; rank < 2; ++rank) {
     DecoderWeights w;
     bind(q, w);
-    auto shard = shard_decoder_weights(dense_config(), rank, 2, w);
+    auto shard = shard_decoder_weights(dense_config(), rank, 2, false, w);
     ASSERT_TRUE(shard.ok()) << shard.status().message();
     const DecoderLayer& L = w.layers[0];
     EXPECT_EQ(shard->dequantised_tensors, 0);
@@ -629,7 +648,7 @@ TEST(TensorShard, RefusesColumnsOffTheZeroGroup) {
   const QuantLayer q = quant_layer(64, false, rng);  // wo's 32-column shares split a group
   DecoderWeights w;
   bind(q, w);
-  auto shard = shard_decoder_weights(dense_config(), 1, 2, w);
+  auto shard = shard_decoder_weights(dense_config(), 1, 2, false, w);
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("blk.0.attn_output.weight"), std::string::npos)
       << shard.status().message();
@@ -672,7 +691,7 @@ TEST(TensorShard, ActOrderSplitsTheFfnByStoredColumnsAndWoInF32) {
   for (int32_t rank = 0; rank < 2; ++rank) {
     DecoderWeights w;
     bind(q, w);
-    auto shard = shard_decoder_weights(dense_config(), rank, 2, w);
+    auto shard = shard_decoder_weights(dense_config(), rank, 2, false, w);
     ASSERT_TRUE(shard.ok()) << shard.status().message();
     const DecoderLayer& L = w.layers[0];
     EXPECT_EQ(shard->dequantised_tensors, 1);
