@@ -7,10 +7,11 @@
 // ISA's grouped form of them if it has one (another barrier), then for decode each thread
 // computes a contiguous slice of most output rows and the threads share the rest in small pieces;
 // for several tokens they take 64-row chunks in turn; a matmul_group does that for several
-// weights sharing one input. Threads never split a dot product, so results do not depend on the
-// thread count. Small ops (norms, elementwise, rope, softmax) run on one thread (the team's first)
-// at decode sizes, where a barrier would cost more than they do, and in contiguous row slices
-// when a batch or a prompt makes them worth splitting.
+// weights sharing one input, and matmul_grouped (MoE experts) for many weights over many inputs,
+// always in 64-row chunks: all three are one mechanism (run_step). Threads never split a dot
+// product, so results do not depend on the thread count. Small ops (norms, elementwise, rope,
+// softmax) run on one thread (the team's first) at decode sizes, where a barrier would cost more
+// than they do, and in contiguous row slices when a batch or a prompt makes them worth splitting.
 #include "kernels/ops.h"
 
 #include <omp.h>
@@ -202,158 +203,270 @@ std::pair<int64_t, int64_t> next_tail_piece(std::atomic<int64_t>& next, int64_t 
     if (next.compare_exchange_weak(cur, cur + take, std::memory_order_relaxed)) return {cur, take};
   }
 }
-}  // namespace
 
-void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
-  PAGODA_CHECK(m >= 0);
-  if (jobs.empty() || m == 0) return;
-  if (MatmulObserver* observer = matmul_observer()) {
-    team_first([&] {
-      for (const MatmulJob& job : jobs)
-        observer->observe(*job.w, x, m);
-    });
-  }
-  const int64_t cols = jobs[0].w->cols;
-  constexpr size_t kMaxJobs = 8;
-  PAGODA_CHECK(jobs.size() <= kMaxJobs && kMaxJobs < team_detail::OpShared::kCounters);
-  const cpu::CpuKernels& k = cpu::active_kernels();
-  // Distinct activation layouts (Q4_K_M mixes Q4_K and Q6_K: both read Q8_K) and each job's. A
-  // weight with an input order (act-order GPTQ) reads its own converted rows, of x gathered; one
-  // with a zero term also reads each row's sums over its zero groups (after the converted rows).
-  cpu::ActLayout layouts[kMaxJobs];
-  const int32_t* layout_order[kMaxJobs];
-  int64_t layout_zero_group[kMaxJobs];
-  size_t layout_sums[kMaxJobs];  // offset of the [m, zero groups] f32 sums, when zero_group > 0
-  size_t layout_offset[kMaxJobs];
-  size_t grouped_bytes[kMaxJobs];
-  size_t job_layout[kMaxJobs];
-  cpu::MatmulRowsFn fns[kMaxJobs];
-  size_t num_layouts = 0, bytes = 0;
-  bool any_grouped = false;
-  int64_t work = 0, rows_total = 0;
+// One converted copy of an input's rows, per vec-dot type, input order and zero group its jobs
+// read (gate and up share theirs; Q4_K_M's Q4_K and Q6_K both read Q8_K). An act-order weight
+// (weight_view.h) reads the rows gathered by its input order; one with a zero term also reads
+// each row's sums over its zero groups (of the gathered row).
+struct ActSlot {
+  int32_t input = 0;
+  cpu::ActLayout layout;
+  const int32_t* order = nullptr;
+  int64_t zero_group = 0;    // > 0: the rows' group sums follow them
+  size_t offset = 0;         // of the m converted rows, then of their grouped form
+  size_t grouped_bytes = 0;  // the ISA's grouped form of the rows, when a job's kernel reads it
+  size_t sums = 0;           // offset of the [m, groups] f32 sums, when zero_group > 0
+};
+
+// One job of a step: matmul_group's MatmulJob or matmul_grouped's GroupedJob.
+struct StepJob {
+  const WeightView* w = nullptr;
+  int32_t input = 0;
+  float* y = nullptr;
+  const float* bias = nullptr;
+};
+
+struct JobPlan {
+  size_t slot = 0;
+  cpu::MatmulRowsFn fn = nullptr;
+  int64_t first_item = 0;  // kDynamicRows-row pieces of the jobs before it
+};
+
+// What every thread of a step works from; each thread of a team builds the same one (no
+// barrier), and a region of the step's own reads its caller's. Reused: steady state allocates
+// nothing.
+struct StepPlan {
+  std::vector<ActSlot> slots;
+  std::vector<JobPlan> jobs;
+  std::vector<int64_t> first_row;  // per input: its first row among the rows converted, or -1
+  int64_t rows = 0;                // the rows converted: every used input's, one after another
+  int64_t items = 0;               // kDynamicRows-row pieces of every job with rows
+  int64_t work = 0, rows_total = 0, max_m = 0;
   int64_t decode_tokens = INT64_MAX;  // the fewest any job's kernel streams as a decode
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const WeightView& w = *jobs[j].w;
+  size_t bytes = 0;
+  bool any_grouped = false, any_gather = false;
+};
+
+constexpr size_t align64(size_t n) {
+  return (n + 63) / 64 * 64;
+}
+
+void plan_step(std::span<const GroupedInput> inputs, std::span<const StepJob> jobs, int64_t cols,
+               StepPlan& p) {
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  p.slots.clear();
+  p.jobs.clear();
+  p.first_row.assign(inputs.size(), -1);
+  p.rows = p.items = p.work = p.rows_total = p.max_m = 0;
+  p.decode_tokens = INT64_MAX;
+  p.bytes = 0;
+  p.any_grouped = p.any_gather = false;
+  for (const StepJob& job : jobs) {
+    const WeightView& w = *job.w;
     check_weight(w);
-    PAGODA_CHECK(w.cols == cols && jobs[j].y != nullptr);
+    PAGODA_CHECK(w.cols == cols && job.y != nullptr);
+    PAGODA_CHECK(job.input >= 0 && static_cast<size_t>(job.input) < inputs.size());
+    const GroupedInput& in = inputs[static_cast<size_t>(job.input)];
+    PAGODA_CHECK(in.m >= 0 && (in.m == 0 || in.x != nullptr));
     const cpu::ActType type = cpu::act_type_for(w.dtype);
-    size_t li = 0;
     const int64_t zero_group = w.zero_term != nullptr ? w.zero_group : 0;
-    while (li < num_layouts && (layouts[li].type != type || layout_order[li] != w.input_order ||
-                                layout_zero_group[li] != zero_group))
-      ++li;
-    if (li == num_layouts) {
-      layouts[li] = cpu::act_layout(type, cols);
-      layout_order[li] = w.input_order;
-      layout_zero_group[li] = zero_group;
-      grouped_bytes[li] = 0;
-      ++num_layouts;
+    size_t si = p.slots.size();  // the latest slot first (an input's jobs come together)
+    while (si > 0) {
+      const ActSlot& s = p.slots[si - 1];
+      if (s.input == job.input && s.layout.type == type && s.order == w.input_order &&
+          s.zero_group == zero_group)
+        break;
+      --si;
     }
-    // The rows' grouped form, when the ISA has one that this job's kernel reads.
-    if (k.group_acts_bytes != nullptr)
-      grouped_bytes[li] = std::max(grouped_bytes[li], k.group_acts_bytes(w, layouts[li], m));
-    job_layout[j] = li;
-    fns[j] = k.matmul_rows(w.dtype);
-    if (fns[j] == nullptr) fns[j] = &cpu::reference::matmul_rows;
-    decode_tokens = std::min(decode_tokens,
-                             k.decode_tokens != nullptr ? k.decode_tokens(w) : cpu::kDecodeTokens);
-    work += w.rows * std::max<int64_t>(cols, 1) * m;
-    rows_total += w.rows;
-  }
-  for (size_t li = 0; li < num_layouts; ++li) {  // each layout's rows, then its grouped form
-    layout_offset[li] = bytes;
-    bytes += static_cast<size_t>(m) * layouts[li].row_bytes + grouped_bytes[li];
-    layout_sums[li] = (bytes + 63) / 64 * 64;
-    if (layout_zero_group[li] > 0) {  // (64-byte aligned, as every layout's rows)
-      const auto groups =
-          static_cast<size_t>((cols + layout_zero_group[li] - 1) / layout_zero_group[li]);
-      bytes = (layout_sums[li] + static_cast<size_t>(m) * groups * sizeof(float) + 63) / 64 * 64;
+    if (si == 0) {
+      ActSlot s;
+      s.input = job.input;
+      s.layout = cpu::act_layout(type, cols);
+      s.order = w.input_order;
+      s.zero_group = zero_group;
+      p.slots.push_back(s);
+      si = p.slots.size();
+      int64_t& first = p.first_row[static_cast<size_t>(job.input)];
+      if (first < 0) {
+        first = p.rows;
+        p.rows += in.m;
+      }
     }
-    layouts[li].grouped = grouped_bytes[li] > 0;
-    any_grouped = any_grouped || layouts[li].grouped;
+    ActSlot& slot = p.slots[si - 1];
+    if (k.group_acts_bytes != nullptr && in.m > 0)
+      slot.grouped_bytes = std::max(slot.grouped_bytes, k.group_acts_bytes(w, slot.layout, in.m));
+    const cpu::MatmulRowsFn fn = k.matmul_rows(w.dtype);
+    p.jobs.push_back({si - 1, fn != nullptr ? fn : &cpu::reference::matmul_rows, p.items});
+    if (in.m > 0) {
+      p.items += (w.rows + kDynamicRows - 1) / kDynamicRows;
+      p.work += w.rows * std::max<int64_t>(cols, 1) * in.m;
+      p.rows_total += w.rows;
+      p.max_m = std::max(p.max_m, in.m);
+      p.decode_tokens = std::min(
+          p.decode_tokens, k.decode_tokens != nullptr ? k.decode_tokens(w) : cpu::kDecodeTokens);
+    }
   }
-  const int nth = rows_total >= 16 ? threads_for(work) : 1;
+  for (ActSlot& s : p.slots) {  // each slot's rows, their grouped form, their sums (64-aligned)
+    const int64_t m = inputs[static_cast<size_t>(s.input)].m;
+    s.offset = p.bytes;
+    p.bytes += static_cast<size_t>(m) * s.layout.row_bytes + s.grouped_bytes;
+    if (s.zero_group > 0) {
+      const auto groups = static_cast<size_t>((cols + s.zero_group - 1) / s.zero_group);
+      s.sums = align64(p.bytes);
+      p.bytes = align64(s.sums + static_cast<size_t>(m) * groups * sizeof(float));
+    }
+    s.layout.grouped = s.grouped_bytes > 0;
+    p.any_grouped = p.any_grouped || s.layout.grouped;
+    p.any_gather = p.any_gather || s.order != nullptr || s.zero_group > 0;
+  }
+}
+
+// Rows [a, b) of slot s's input converted: x's rows (gathered by the input's index), gathered by
+// the slot's input order into `gather` (cols floats), and summed over its zero groups.
+void convert_slot_rows(const cpu::CpuKernels& k, const ActSlot& s, const GroupedInput& in,
+                       int64_t cols, int64_t a, int64_t b, uint8_t* acts, float* gather) {
+  const cpu::ActLayout& l = s.layout;
+  uint8_t* dst = acts + s.offset + static_cast<size_t>(a) * l.row_bytes;
+  if (in.rows == nullptr && s.order == nullptr && s.zero_group == 0) {
+    k.quantize_acts(l, in.x + a * cols, b - a, dst);
+    return;
+  }
+  const int64_t zg = s.zero_group;
+  const int64_t groups = zg > 0 ? (cols + zg - 1) / zg : 0;
+  for (int64_t i = a; i < b; ++i, dst += l.row_bytes) {
+    const float* xr = in.x + (in.rows != nullptr ? static_cast<int64_t>(in.rows[i]) : i) * cols;
+    if (s.order != nullptr) {
+      for (int64_t c = 0; c < cols; ++c)
+        gather[c] = xr[s.order[c]];
+      xr = gather;
+    }
+    k.quantize_acts(l, xr, 1, dst);
+    if (zg > 0) {
+      float* sums = reinterpret_cast<float*>(acts + s.sums) + i * groups;
+      for (int64_t g = 0; g < groups; ++g)
+        sums[g] = sum_floats(xr + g * zg, std::min(zg, cols - g * zg));
+    }
+  }
+}
+
+// The observer sees one call per job with rows, over its input's rows (gathered for it).
+void observe_step(MatmulObserver& observer, std::span<const GroupedInput> inputs,
+                  std::span<const StepJob> jobs, int64_t cols) {
+  team_first([&] {
+    std::vector<float> gathered;
+    for (const StepJob& job : jobs) {
+      const GroupedInput& in = inputs[static_cast<size_t>(job.input)];
+      if (in.m == 0) continue;
+      const float* x = in.x;
+      if (in.rows != nullptr) {
+        gathered.resize(static_cast<size_t>(in.m * cols));
+        for (int64_t i = 0; i < in.m; ++i) {
+          std::copy_n(in.x + static_cast<int64_t>(in.rows[i]) * cols, cols,
+                      gathered.data() + i * cols);
+        }
+        x = gathered.data();
+      }
+      observer.observe(*job.w, x, in.m);
+    }
+  });
+}
+
+// One matmul step, the mechanism under matmul_group and matmul_grouped: y_j = x_{input_j} ·
+// w_jᵀ (+ bias_j) for every job, in one region of three phases: the used inputs' rows converted
+// once per slot (ActSlot; the rows split across the threads, or converted by the first thread
+// when there are fewer rows than threads), their grouped form where the ISA has one, then the
+// jobs' rows: with `decode_slices` and every input a decode (up to decode_tokens rows), each job
+// in a contiguous slice per thread and a guided tail; else kDynamicRows-row pieces of every job
+// handed out in turn. Each piece is the job's matmul_rows over its slot's rows, then its zero
+// term, so the bits are those of one matmul per job whatever the split.
+void run_step(std::span<const GroupedInput> inputs, std::span<const StepJob> jobs,
+              bool decode_slices) {
+  if (jobs.empty()) return;
+  const int64_t cols = jobs[0].w->cols;
+  thread_local StepPlan plan_storage;
+  StepPlan& p = plan_storage;
+  plan_step(inputs, jobs, cols, p);
+  if (MatmulObserver* observer = matmul_observer()) observe_step(*observer, inputs, jobs, cols);
+  if (p.items == 0) return;
+  const cpu::CpuKernels& k = cpu::active_kernels();
+  const int nth = p.rows_total >= 16 ? threads_for(p.work) : 1;
   // Input orders gather one x row at a time into a slot of cols floats per converting thread.
-  bool any_gather = false;  // (also the zero terms' rows, summed from the slot)
-  for (size_t li = 0; li < num_layouts; ++li)
-    any_gather = any_gather || layout_order[li] != nullptr || layout_zero_group[li] > 0;
-  const size_t gather_offset = (bytes + 63) / 64 * 64;
-  const size_t gather_slot_bytes = (static_cast<size_t>(cols) * sizeof(float) + 63) / 64 * 64;
-  if (any_gather) bytes = gather_offset + static_cast<size_t>(nth) * gather_slot_bytes;
-  int64_t job_items[kMaxJobs];  // chunks of kDynamicRows rows per job (dynamic schedule)
-  for (size_t j = 0; j < jobs.size(); ++j)
-    job_items[j] = (jobs[j].w->rows + kDynamicRows - 1) / kDynamicRows;
-  // Converts x rows [m0, m1) for every layout; `slot`: the calling thread's gather slot.
-  const auto quantize = [&](uint8_t* acts, int64_t m0, int64_t m1, int slot) {
-    for (size_t li = 0; li < num_layouts; ++li) {
-      const cpu::ActLayout& l = layouts[li];
-      uint8_t* dst = acts + layout_offset[li] + static_cast<size_t>(m0) * l.row_bytes;
-      const int32_t* order = layout_order[li];
-      const int64_t zg = layout_zero_group[li];
-      if (order == nullptr && zg == 0) {
-        k.quantize_acts(l, x + m0 * cols, m1 - m0, dst);
-        continue;
-      }
-      auto* g = reinterpret_cast<float*>(acts + gather_offset +
-                                         static_cast<size_t>(slot) * gather_slot_bytes);
-      for (int64_t r = m0; r < m1; ++r, dst += l.row_bytes) {
-        const float* xr = x + r * cols;
-        if (order != nullptr) {
-          for (int64_t c = 0; c < cols; ++c)
-            g[c] = xr[order[c]];
-          xr = g;
-        }
-        k.quantize_acts(l, xr, 1, dst);
-        if (zg > 0) {
-          const int64_t groups = (cols + zg - 1) / zg;
-          float* sums = reinterpret_cast<float*>(acts + layout_sums[li]) + r * groups;
-          for (int64_t gr = 0; gr < groups; ++gr)
-            sums[gr] = sum_floats(xr + gr * zg, std::min(zg, cols - gr * zg));
-        }
-      }
+  const size_t gather_offset = align64(p.bytes);
+  const size_t gather_bytes = align64(static_cast<size_t>(cols) * sizeof(float));
+  const size_t bytes =
+      p.any_gather ? gather_offset + static_cast<size_t>(nth) * gather_bytes : p.bytes;
+  // Rows [r0, r1) of the rows converted, for every slot that reads them; `thread`: the calling
+  // thread's gather slot.
+  const auto convert = [&](uint8_t* acts, int64_t r0, int64_t r1, int thread) {
+    float* gather = p.any_gather
+                        ? reinterpret_cast<float*>(acts + gather_offset +
+                                                   static_cast<size_t>(thread) * gather_bytes)
+                        : nullptr;
+    for (const ActSlot& s : p.slots) {
+      const GroupedInput& in = inputs[static_cast<size_t>(s.input)];
+      const int64_t first = p.first_row[static_cast<size_t>(s.input)];
+      const int64_t a = std::max(r0, first) - first;
+      const int64_t b = std::min(r1, first + in.m) - first;
+      if (a < b) convert_slot_rows(k, s, in, cols, a, b, acts, gather);
     }
   };
-  // Part `part` of `parts` of every grouped layout's grouped form (it follows the layout's rows).
+  // Part `part` of `parts` of every grouped slot's grouped form (it follows the slot's rows).
   const auto group = [&](uint8_t* acts, int part, int parts) {
-    for (size_t li = 0; li < num_layouts; ++li) {
-      const cpu::ActLayout& l = layouts[li];
-      if (!l.grouped) continue;
-      uint8_t* rows = acts + layout_offset[li];
-      k.group_acts(l, rows, m, part, parts, rows + static_cast<size_t>(m) * l.row_bytes);
+    for (const ActSlot& s : p.slots) {
+      if (!s.layout.grouped) continue;
+      const int64_t m = inputs[static_cast<size_t>(s.input)].m;
+      uint8_t* rows = acts + s.offset;
+      k.group_acts(s.layout, rows, m, part, parts,
+                   rows + static_cast<size_t>(m) * s.layout.row_bytes);
     }
   };
+  // Rows [r0, r1) of job j, and its zero term: y[t][r] += sum_g z(g, r) sums[t][g].
   const auto run_rows = [&](size_t j, const uint8_t* acts, int64_t r0, int64_t r1) {
     if (r0 >= r1) return;
-    const WeightView& w = *jobs[j].w;
-    const size_t li = job_layout[j];
-    fns[j](w, layouts[li], acts + layout_offset[li], m, jobs[j].bias, jobs[j].y, w.rows, r0, r1);
-    if (layout_zero_group[li] > 0) {  // + the zero term: y[t][r] += sum_g z(g, r) sums[t][g]
+    const StepJob& job = jobs[j];
+    const WeightView& w = *job.w;
+    const ActSlot& s = p.slots[p.jobs[j].slot];
+    const int64_t m = inputs[static_cast<size_t>(s.input)].m;
+    p.jobs[j].fn(w, s.layout, acts + s.offset, m, job.bias, job.y, w.rows, r0, r1);
+    if (s.zero_group > 0) {
       const int64_t groups = w.zero_groups();
-      const auto* sums = reinterpret_cast<const float*>(acts + layout_sums[li]);
+      const auto* sums = reinterpret_cast<const float*>(acts + s.sums);
       for (int64_t t = 0; t < m; ++t) {
-        add_zero_term(jobs[j].y + t * w.rows, w.zero_term, w.zero_stride, sums + t * groups, groups,
-                      r0, r1);
+        add_zero_term(job.y + t * w.rows, w.zero_term, w.zero_stride, sums + t * groups, groups, r0,
+                      r1);
       }
     }
+  };
+  // Piece `item` of the jobs: kDynamicRows rows of one job.
+  const auto run_item = [&](const uint8_t* acts, int64_t item) {
+    const auto it =
+        std::upper_bound(p.jobs.begin(), p.jobs.end(), item,
+                         [](int64_t i, const JobPlan& jp) { return i < jp.first_item; });
+    const size_t j = static_cast<size_t>(it - p.jobs.begin()) - 1;
+    const int64_t r0 = (item - p.jobs[j].first_item) * kDynamicRows;
+    run_rows(j, acts, r0, std::min(jobs[j].w->rows, r0 + kDynamicRows));
   };
   if (nth == 1) {  // on one thread: the caller, or the team's first
     team_detail::run_first([&] {
       uint8_t* acts = act_buffer(bytes);
-      quantize(acts, 0, m, 0);
+      convert(acts, 0, p.rows, 0);
       group(acts, 0, 1);
-      for (size_t j = 0; j < jobs.size(); ++j)
-        run_rows(j, acts, 0, jobs[j].w->rows);
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        if (inputs[static_cast<size_t>(jobs[j].input)].m > 0) run_rows(j, acts, 0, jobs[j].w->rows);
+      }
     });
     return;
   }
+  const bool decode =
+      decode_slices && p.max_m <= p.decode_tokens && jobs.size() < team_detail::OpShared::kCounters;
   // Fewer rows than threads (decode): the first thread (the caller, which has just written x and
   // holds it in its cache) converts them while the others wait, so no thread waits for another's
   // remote reads. Measured on the SPR VM, TinyLlama Q4_K_M decode: a worker took 2.9 us on
   // average to convert the one row while the caller waited 3.3 us, in each of the step's ~90
   // regions.
-  const bool split_quantize = m >= nth;
+  const bool split_convert = p.rows >= nth;
   team_detail::run_op(nth, [&](team_detail::OpThread& t) {
-    // A team may have more threads than this matmul is worth: the rest only pass the barriers.
+    // A team may have more threads than this step is worth: the rest only pass the barriers.
     const int n = std::min(t.size(), nth);
     const int ith = t.rank();
     team_detail::OpShared& shared = t.shared();
@@ -361,25 +474,25 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
       shared.buffer = act_buffer(bytes);
       for (auto& c : shared.counters)
         c.store(0, std::memory_order_relaxed);
-      if (!split_quantize) quantize(shared.buffer, 0, m, 0);
+      if (!split_convert) convert(shared.buffer, 0, p.rows, 0);
     });
     t.sync();
     uint8_t* acts = shared.buffer;
-    if (split_quantize) {
-      if (ith < n) quantize(acts, m * ith / n, m * (ith + 1) / n, ith);
+    if (split_convert) {
+      if (ith < n) convert(acts, p.rows * ith / n, p.rows * (ith + 1) / n, ith);
       t.wrote_all();
       t.sync();
     }
-    if (any_grouped) {
+    if (p.any_grouped) {
       if (ith < n) group(acts, ith, n);
       t.wrote_all();
       t.sync();
     }
     t.wrote_all();
     if (ith >= n) return;
-    std::atomic<int64_t>& next_item = shared.counters[0];
-    if (m <= decode_tokens) {
+    if (decode) {
       for (size_t j = 0; j < jobs.size(); ++j) {
+        if (inputs[static_cast<size_t>(jobs[j].input)].m == 0) continue;
         // Each job's rows in contiguous slices of whole 8-row tiles (the SIMD kernels' unit):
         // decode is memory-bound, and one sequential stream per thread reads fastest.
         const int64_t rows = jobs[j].w->rows;
@@ -393,23 +506,42 @@ void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
           run_rows(j, acts, head + first, head + first + count);
         }
       }
-    } else {
-      // Several tokens: compute-bound, so threads take kDynamicRows-row chunks of the jobs in
-      // turn; a thread slowed down by another process on its core then does fewer chunks
-      // instead of keeping the others waiting at the end of the region.
-      for (;;) {
-        int64_t item = next_item.fetch_add(1, std::memory_order_relaxed);
-        size_t j = 0;
-        while (j < jobs.size() && item >= job_items[j]) {
-          item -= job_items[j];
-          ++j;
-        }
-        if (j == jobs.size()) break;
-        const int64_t r0 = item * kDynamicRows;
-        run_rows(j, acts, r0, std::min(jobs[j].w->rows, r0 + kDynamicRows));
-      }
+      return;
+    }
+    // Several tokens: compute-bound, so threads take kDynamicRows-row pieces of the jobs in turn
+    // (job by job, so they stream neighbouring rows of one weight at a time); a thread slowed
+    // down by another process on its core then does fewer pieces instead of keeping the others
+    // waiting at the end of the region.
+    for (;;) {
+      const int64_t item = shared.counters[0].fetch_add(1, std::memory_order_relaxed);
+      if (item >= p.items) break;
+      run_item(acts, item);
     }
   });
+}
+
+}  // namespace
+
+void matmul_group(std::span<const MatmulJob> jobs, const float* x, int64_t m) {
+  PAGODA_CHECK(m >= 0);
+  if (jobs.empty() || m == 0) return;
+  // Every job slices its rows at decode sizes: one counter each for the tails.
+  constexpr size_t kMaxJobs = team_detail::OpShared::kCounters - 1;
+  PAGODA_CHECK(jobs.size() <= kMaxJobs);
+  const GroupedInput input{x, nullptr, m};
+  StepJob step[kMaxJobs];
+  for (size_t j = 0; j < jobs.size(); ++j)
+    step[j] = {jobs[j].w, 0, jobs[j].y, jobs[j].bias};
+  run_step(std::span<const GroupedInput>(&input, 1), std::span<const StepJob>(step, jobs.size()),
+           /*decode_slices=*/true);
+}
+
+void matmul_grouped(std::span<const GroupedInput> inputs, std::span<const GroupedJob> jobs) {
+  thread_local std::vector<StepJob> step;  // reused: steady state allocates nothing
+  step.clear();
+  for (const GroupedJob& job : jobs)
+    step.push_back({job.w, job.input, job.y, nullptr});
+  run_step(inputs, step, /*decode_slices=*/false);
 }
 
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out) {
@@ -512,194 +644,6 @@ void add_inplace(float* y, const float* x, int64_t n) {
   const cpu::CpuKernels& k = cpu::active_kernels();
   const auto fn = k.add_inplace != nullptr ? k.add_inplace : &cpu::reference::add_inplace;
   for_rows(n, n, [&](int64_t i0, int64_t i1) { fn(y + i0, x + i0, i1 - i0); });
-}
-
-// Grouped matmuls (MoE experts). One region, three phases: every input's rows converted per
-// vec-dot type its jobs read (the rows of all inputs split across the threads), their grouped
-// form where the ISA has one, then kDynamicRows-row pieces of all jobs handed out in turn (job by
-// job, so the threads stream neighbouring rows of one expert's weight at a time). Each piece is the
-// job's matmul_rows over its own input, so the bits are those of one matmul per job.
-void matmul_grouped(std::span<const GroupedInput> inputs, std::span<const GroupedJob> jobs) {
-  if (jobs.empty()) return;
-  const int64_t cols = jobs[0].w->cols;
-  const cpu::CpuKernels& k = cpu::active_kernels();
-  // One converted copy of an input's rows per vec-dot type (gate and up share theirs).
-  struct Slot {
-    int32_t input;
-    cpu::ActLayout layout;
-    size_t offset, grouped_bytes;
-    int64_t first_row;  // in the concatenation of every slot's rows (the conversion's split)
-  };
-  struct Plan {
-    size_t slot;
-    cpu::MatmulRowsFn fn;
-    int64_t first_item;  // pieces of the jobs before it
-  };
-  // Every thread of a team builds the same plan (no barrier); reused, so steady state allocates
-  // nothing. Referenced through locals: a region of the op's own reads the caller's.
-  thread_local std::vector<Slot> slots_storage;
-  thread_local std::vector<Plan> plan_storage;
-  std::vector<Slot>& slots = slots_storage;
-  std::vector<Plan>& plan = plan_storage;
-  slots.clear();
-  plan.clear();
-  int64_t work = 0, rows_total = 0, items = 0, slot_rows = 0;
-  size_t bytes = 0;
-  bool any_grouped = false;
-  for (const GroupedJob& job : jobs) {
-    const WeightView& w = *job.w;
-    check_weight(w);
-    PAGODA_CHECK(w.cols == cols && job.y != nullptr);
-    PAGODA_CHECK(job.input >= 0 && static_cast<size_t>(job.input) < inputs.size());
-    const GroupedInput& in = inputs[static_cast<size_t>(job.input)];
-    PAGODA_CHECK(in.m >= 0 && (in.m == 0 || in.x != nullptr));
-    const cpu::ActType type = cpu::act_type_for(w.dtype);
-    size_t si = slots.size();
-    while (si > 0 && !(slots[si - 1].input == job.input && slots[si - 1].layout.type == type))
-      --si;
-    if (si == 0) {
-      slots.push_back({job.input, cpu::act_layout(type, cols), 0, 0, slot_rows});
-      slot_rows += in.m;
-      si = slots.size();
-    }
-    Slot& slot = slots[si - 1];
-    if (k.group_acts_bytes != nullptr && in.m > 0)
-      slot.grouped_bytes = std::max(slot.grouped_bytes, k.group_acts_bytes(w, slot.layout, in.m));
-    cpu::MatmulRowsFn fn = k.matmul_rows(w.dtype);
-    plan.push_back({si - 1, fn != nullptr ? fn : &cpu::reference::matmul_rows, items});
-    if (in.m > 0) {
-      items += (w.rows + kDynamicRows - 1) / kDynamicRows;
-      work += w.rows * std::max<int64_t>(cols, 1) * in.m;
-      rows_total += w.rows;
-    }
-  }
-  if (items == 0) return;
-  for (Slot& slot : slots) {
-    const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
-    slot.offset = bytes;
-    bytes += static_cast<size_t>(m) * slot.layout.row_bytes + slot.grouped_bytes;
-    slot.layout.grouped = slot.grouped_bytes > 0;
-    any_grouped = any_grouped || slot.layout.grouped;
-  }
-  if (MatmulObserver* observer = matmul_observer()) {
-    team_first([&] {
-      std::vector<float> gathered;
-      for (const GroupedJob& job : jobs) {
-        const GroupedInput& in = inputs[static_cast<size_t>(job.input)];
-        if (in.m == 0) continue;
-        const float* x = in.x;
-        if (in.rows != nullptr) {
-          gathered.resize(static_cast<size_t>(in.m * cols));
-          for (int64_t i = 0; i < in.m; ++i) {
-            std::copy_n(in.x + static_cast<int64_t>(in.rows[i]) * cols, cols,
-                        gathered.data() + i * cols);
-          }
-          x = gathered.data();
-        }
-        observer->observe(*job.w, x, in.m);
-      }
-    });
-  }
-  // Rows [r0, r1) of the concatenated slots, converted.
-  const auto quantize = [&](uint8_t* acts, int64_t r0, int64_t r1) {
-    for (const Slot& slot : slots) {
-      const GroupedInput& in = inputs[static_cast<size_t>(slot.input)];
-      const int64_t a = std::max(r0, slot.first_row) - slot.first_row;
-      const int64_t b = std::min(r1, slot.first_row + in.m) - slot.first_row;
-      if (a >= b) continue;
-      const cpu::ActLayout& l = slot.layout;
-      uint8_t* dst = acts + slot.offset;
-      if (in.rows == nullptr) {
-        k.quantize_acts(l, in.x + a * cols, b - a, dst + static_cast<size_t>(a) * l.row_bytes);
-        continue;
-      }
-      for (int64_t i = a; i < b; ++i) {
-        k.quantize_acts(l, in.x + static_cast<int64_t>(in.rows[i]) * cols, 1,
-                        dst + static_cast<size_t>(i) * l.row_bytes);
-      }
-    }
-  };
-  const auto group = [&](uint8_t* acts, int part, int parts) {
-    for (const Slot& slot : slots) {
-      if (!slot.layout.grouped) continue;
-      const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
-      uint8_t* rows = acts + slot.offset;
-      k.group_acts(slot.layout, rows, m, part, parts,
-                   rows + static_cast<size_t>(m) * slot.layout.row_bytes);
-    }
-  };
-  // Piece `item` of the jobs: kDynamicRows rows of one job.
-  const auto run_item = [&](const uint8_t* acts, int64_t item) {
-    const auto it = std::upper_bound(plan.begin(), plan.end(), item,
-                                     [](int64_t i, const Plan& p) { return i < p.first_item; });
-    const size_t j = static_cast<size_t>(it - plan.begin()) - 1;
-    const Plan& p = plan[j];
-    const WeightView& w = *jobs[j].w;
-    const Slot& slot = slots[p.slot];
-    const int64_t m = inputs[static_cast<size_t>(slot.input)].m;
-    const int64_t r0 = (item - p.first_item) * kDynamicRows;
-    const int64_t r1 = std::min(w.rows, r0 + kDynamicRows);
-    if (w.input_order != nullptr || w.zero_term != nullptr) {
-      // An asymmetric or act-order GPTQ/AWQ expert (weight_view.h): its rows as the matrix they
-      // stand for, in f32, times the input's rows as they are (the converted rows above follow
-      // the shared input order, not this weight's). Exact, not fast; dense layers of such
-      // checkpoints take matmul's own path.
-      thread_local std::vector<float> row, scratch;
-      row.resize(static_cast<size_t>(cols));
-      scratch.resize(static_cast<size_t>(cols));
-      const GroupedInput& in = inputs[static_cast<size_t>(slot.input)];
-      for (int64_t r = r0; r < r1; ++r) {
-        dequantize_weight_row(w, r, row.data(), scratch.data());
-        for (int64_t i = 0; i < m; ++i) {
-          const float* x =
-              in.x + (in.rows != nullptr ? static_cast<int64_t>(in.rows[i]) : i) * cols;
-          double sum = 0;
-          for (int64_t c = 0; c < cols; ++c)
-            sum += static_cast<double>(row[static_cast<size_t>(c)]) * x[c];
-          jobs[j].y[i * w.rows + r] = static_cast<float>(sum);
-        }
-      }
-      return;
-    }
-    p.fn(w, slot.layout, acts + slot.offset, m, nullptr, jobs[j].y, w.rows, r0, r1);
-  };
-  const int nth = rows_total >= 16 ? threads_for(work) : 1;
-  if (nth == 1) {
-    team_detail::run_first([&] {
-      uint8_t* acts = act_buffer(bytes);
-      quantize(acts, 0, slot_rows);
-      group(acts, 0, 1);
-      for (int64_t item = 0; item < items; ++item)
-        run_item(acts, item);
-    });
-    return;
-  }
-  team_detail::run_op(nth, [&](team_detail::OpThread& t) {
-    const int n = std::min(t.size(), nth);
-    const int ith = t.rank();
-    team_detail::OpShared& shared = t.shared();
-    t.first([&] {
-      shared.buffer = act_buffer(bytes);
-      shared.counters[0].store(0, std::memory_order_relaxed);
-    });
-    t.sync();
-    uint8_t* acts = shared.buffer;
-    if (ith < n) quantize(acts, slot_rows * ith / n, slot_rows * (ith + 1) / n);
-    t.wrote_all();
-    t.sync();
-    if (any_grouped) {
-      if (ith < n) group(acts, ith, n);
-      t.wrote_all();
-      t.sync();
-    }
-    t.wrote_all();
-    if (ith >= n) return;
-    for (;;) {
-      const int64_t item = shared.counters[0].fetch_add(1, std::memory_order_relaxed);
-      if (item >= items) break;
-      run_item(acts, item);
-    }
-  });
 }
 
 void weighted_row_sum(const float* src, const int32_t* index, const float* weights, int64_t rows,

@@ -55,11 +55,11 @@ struct GroupedJob {
 };
 
 // y_j = x_{input_j} · w_jᵀ for every job: the same bits as matmul(*w_j, the input's rows, m, y_j)
-// per job, in one step: each input's rows converted once per vec-dot type (all inputs' rows
-// shared out across the threads), then the threads take 64-row pieces of every job in turn, so
-// many small experts run in one parallel step with two or three barriers rather than several per
-// expert. Inputs with m = 0 cost nothing. precondition: every w_j->cols equal; 0 <= input_j <
-// inputs.size(); index rows in range.
+// per job, in one step (matmul_group's): each input's rows converted once per vec-dot type, input
+// order and zero group (GPTQ/AWQ experts, weight_view.h) by all threads, then the threads take
+// 64-row pieces of every job in turn (each + its zero term), so many experts run in one parallel
+// step with two or three barriers rather than several per expert. Inputs with m = 0 cost nothing.
+// precondition: every w_j->cols equal; 0 <= input_j < inputs.size(); index rows in range.
 void matmul_grouped(std::span<const GroupedInput> inputs, std::span<const GroupedJob> jobs);
 
 // out[r, :] = Σ_{j<k} weights[r·k + j] · src[index[r·k + j], :] for r < rows, the terms added in

@@ -12,6 +12,10 @@ or with --quant-lm-head the head quantised too, into NAME-qhead):
   gptq-asym-act   gptq_v2 asymmetric zeros with desc_act
   awq             AutoAWQ GEMM, zero points (asymmetric)
 
+With --moe, Mixtral-style directories NAME-moe instead: the MLP of every layer replaced by a
+router and 8 SwiGLU experts (TinyLlama's FFN shape each, top 2), every expert quantised like the
+other Linears (--layers keeps them small: 2 layers are ~0.5 GB).
+
     build/bin/pagoda bench -m DIR/gptq-sym -p 128 -n 32 --batch 1
 """
 import argparse
@@ -27,6 +31,7 @@ import make_quant_fixtures as mqf  # noqa: E402  (the safetensors writer, config
 
 HIDDEN, HEADS, KV_HEADS, FFN, LAYERS, VOCAB, GROUP = 2048, 32, 4, 5632, 22, 32000, 128
 HEAD_DIM = HIDDEN // HEADS
+EXPERTS, EXPERTS_USED = 8, 2
 LINEARS = [("self_attn.q_proj", HEADS * HEAD_DIM, HIDDEN),
            ("self_attn.k_proj", KV_HEADS * HEAD_DIM, HIDDEN),
            ("self_attn.v_proj", KV_HEADS * HEAD_DIM, HIDDEN),
@@ -91,7 +96,7 @@ def write_tokenizer(out_dir):
     mqf.write_json(path, tj)
 
 
-def make(out_root, name, seed, quant_head):
+def make(out_root, name, seed, quant_head, moe=False, layers=LAYERS):
     rng = np.random.default_rng(seed)
     qcfg = CASES[name]
     tensors = {
@@ -105,22 +110,32 @@ def make(out_root, name, seed, quant_head):
     else:
         tensors["lm_head.weight"] = ("F16", (rng.standard_normal((VOCAB, HIDDEN)) /
                                              math.sqrt(HIDDEN)).astype(np.float16))
-    for layer in range(LAYERS):
+    linears = LINEARS[:4] + [(f"block_sparse_moe.experts.{e}.{w}", r, c)
+                             for e in range(EXPERTS)
+                             for w, r, c in (("w1", FFN, HIDDEN), ("w3", FFN, HIDDEN),
+                                             ("w2", HIDDEN, FFN))] if moe else LINEARS
+    for layer in range(layers):
         p = f"model.layers.{layer}."
         for norm in ("input_layernorm", "post_attention_layernorm"):
             tensors[p + norm + ".weight"] = ("F16", np.ones(HIDDEN, dtype=np.float16))
-        for lin, rows, cols in LINEARS:
+        if moe:
+            tensors[p + "block_sparse_moe.gate.weight"] = ("F16", (
+                rng.standard_normal((EXPERTS, HIDDEN)) / math.sqrt(HIDDEN)).astype(np.float16))
+        for lin, rows, cols in linears:
             for suffix, t in linear(rng, qcfg, rows, cols).items():
                 tensors[f"{p}{lin}.{suffix}"] = t
-    d = os.path.join(out_root, name + ("-qhead" if quant_head else ""))
+    d = os.path.join(out_root, name + ("-moe" if moe else "") + ("-qhead" if quant_head else ""))
     if os.path.exists(d):
         shutil.rmtree(d)
     os.makedirs(d)
     write_tokenizer(d)
     config = dict(mqf.base_config(), hidden_size=HIDDEN, intermediate_size=FFN,
-                  num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+                  num_hidden_layers=layers, num_attention_heads=HEADS,
                   num_key_value_heads=KV_HEADS, max_position_embeddings=2048, vocab_size=VOCAB,
                   quantization_config=qcfg)
+    if moe:
+        config.update(architectures=["MixtralForCausalLM"], model_type="mixtral",
+                      num_local_experts=EXPERTS, num_experts_per_tok=EXPERTS_USED)
     mqf.write_json(os.path.join(d, "config.json"), config)
     mqf.write_safetensors(os.path.join(d, "model.safetensors"), tensors)
 
@@ -131,12 +146,17 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
     ap.add_argument("--quant-lm-head", action="store_true",
                     help="quantise lm_head like the layers (folders NAME-qhead)")
+    ap.add_argument("--moe", action="store_true",
+                    help="Mixtral-style experts instead of the dense MLP (folders NAME-moe)")
+    ap.add_argument("--layers", type=int, default=LAYERS, help=f"layers (default {LAYERS})")
     args = ap.parse_args()
+    if args.layers < 1:
+        sys.exit("--layers must be at least 1")
     os.makedirs(args.out, exist_ok=True)
     for i, name in enumerate(args.cases.split(",")):
         if name not in CASES:
             sys.exit(f"unknown case {name!r} (known: {', '.join(CASES)})")
-        make(args.out, name, 1000 + i, args.quant_lm_head)
+        make(args.out, name, 1000 + i, args.quant_lm_head, args.moe, args.layers)
 
 
 if __name__ == "__main__":

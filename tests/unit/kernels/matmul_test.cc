@@ -590,6 +590,153 @@ TEST(MatmulGroupedTest, EqualsOneMatmulPerJob) {
   }
 }
 
+// Grouped GPTQ/AWQ experts (weight_view.h): weights with input orders (each its own, or shared)
+// and zero terms (Q4_0 and Q8_0, two group sizes, a row slice whose term stride exceeds its rows),
+// beside plain ones, over gathered, contiguous and empty inputs: every job's output is the bits of
+// one matmul over its gathered rows, and that is ggml's semantics on the input gathered by the
+// order plus the zero term times the group sums, in double (within 1e-5 of the terms' size), on
+// every ISA, packed or not, m from 1 to 40 (decode, GEMM and AMX kernels), 1 to 3 threads, alone
+// or from a team.
+TEST(MatmulGroupedTest, InputOrdersAndZeroTermsEqualOneMatmulPerJob) {
+  const int64_t cols = 256, x_rows = 23;
+  const auto x = random_vec(static_cast<size_t>(x_rows * cols), 61);
+  std::vector<int32_t> order_a(cols), order_b(cols), rows_a(40);
+  for (int64_t k = 0; k < cols; ++k) {
+    order_a[static_cast<size_t>(k)] = static_cast<int32_t>((k * 37 + 11) % cols);
+    order_b[static_cast<size_t>(k)] = static_cast<int32_t>((k * 101 + 7) % cols);
+  }
+  for (size_t i = 0; i < rows_a.size(); ++i)
+    rows_a[i] = static_cast<int32_t>((i * 7 + 3) % x_rows);  // every row, some twice
+  const std::vector<int32_t> rows_b = {21, 4};
+  // An expert's weight: the plain matrix and, optionally, its order and zero term.
+  struct Expert {
+    Weight weight;
+    const int32_t* order;
+    std::vector<float> term;  // [groups, term_rows] or empty
+    int64_t group, term_rows, first_row, rows;
+  };
+  const auto expert = [&](DType t, int64_t rows, const int32_t* order, int64_t group, uint32_t seed,
+                          int64_t first_row = 0, int64_t all_rows = 0) {
+    if (all_rows == 0) all_rows = rows;
+    Expert e{make_weight(t, all_rows, cols, seed), order, {}, group, all_rows, first_row, rows};
+    if (group > 0) e.term = random_vec(static_cast<size_t>(cols / group * all_rows), seed + 100);
+    return e;
+  };
+  const std::vector<Expert> experts = [&] {
+    std::vector<Expert> v;
+    v.push_back(expert(DType::kQ4_0, 70, order_a.data(), 64, 62));  // gate: order a, term
+    v.push_back(expert(DType::kQ4_0, 70, order_a.data(), 64, 63));  // up: shares gate's rows
+    v.push_back(expert(DType::kQ4_0, 40, order_b.data(), 64, 64));  // its own order, same input
+    v.push_back(expert(DType::kQ8_0, 130, nullptr, 32, 65));        // 8-bit, term, no order
+    v.push_back(expert(DType::kQ4_0, 40, order_b.data(), 0, 66, 8, 64));  // rows 8..47 of 64
+    v.push_back(expert(DType::kQ4_K, 70, nullptr, 0, 67));                // a plain K-quant expert
+    v.push_back(expert(DType::kQ4_0, 24, order_a.data(), 32, 68));        // an input with no rows
+    v.push_back(expert(DType::kQ4_0, 33, order_a.data(), 0, 69));         // gate's order, no term
+    v.push_back(expert(DType::kQ4_0, 17, nullptr, 64, 70));               // gate's term, no order
+    v.push_back(expert(DType::kQ4_0, 24, nullptr, 0, 71));                // plain, on gate's input
+    return v;
+  }();
+  // Job j: experts[j] over inputs[job_input[j]].
+  const std::vector<int32_t> job_input = {0, 0, 0, 2, 3, 2, 1, 0, 0, 0};
+  // The view of expert e (packed as the active ISA packs it, or not), order and term attached.
+  const auto view_of = [&](const Expert& e, std::vector<uint8_t>* packed) {
+    WeightView v = row_slice(e.weight.view, e.first_row, e.rows);
+    if (packed != nullptr) {
+      *packed = pack_weight(v);
+      v.packed = packed->empty() ? nullptr : packed->data();
+    }
+    v.input_order = e.order;
+    if (!e.term.empty()) {
+      v.zero_term = e.term.data() + e.first_row;
+      v.zero_group = e.group;
+      v.zero_stride = e.term_rows;
+    }
+    return v;
+  };
+  for (int64_t m : {1, 2, 3, 5, 19, 40}) {
+    const std::vector<GroupedInput> inputs = {
+        {x.data(), rows_a.data(), m},
+        {x.data(), nullptr, 0},
+        {x.data() + 2 * cols, nullptr, std::min<int64_t>(m + 1, 20)},
+        {x.data(), rows_b.data(), 2},
+    };
+    // Each job's input rows, gathered; ggml's semantics on them gathered by the weight's order,
+    // plus the zero term, in double.
+    std::vector<std::vector<float>> gathered(experts.size());
+    std::vector<std::vector<double>> want(experts.size()), mag(experts.size());
+    for (size_t j = 0; j < experts.size(); ++j) {
+      const Expert& e = experts[j];
+      const GroupedInput& in = inputs[static_cast<size_t>(job_input[j])];
+      std::vector<float>& g = gathered[j];
+      g.assign(static_cast<size_t>(in.m * cols), 0);
+      for (int64_t i = 0; i < in.m; ++i) {
+        const int64_t r = in.rows != nullptr ? in.rows[i] : i;
+        std::copy_n(in.x + r * cols, cols, g.begin() + i * cols);
+      }
+      std::vector<float> stored(g.size());  // the input in the weight's stored column order
+      for (size_t c = 0; c < g.size(); ++c) {
+        const size_t k = c % static_cast<size_t>(cols);
+        stored[c] = e.order != nullptr ? g[c - k + static_cast<size_t>(e.order[k])] : g[c];
+      }
+      const WeightView plain = row_slice(e.weight.view, e.first_row, e.rows);
+      want[j] = oracle_matmul(plain, stored, in.m, nullptr, &mag[j]);
+      for (int64_t i = 0; i < in.m && !e.term.empty(); ++i) {
+        for (int64_t r = 0; r < e.rows; ++r) {
+          for (int64_t grp = 0; grp < cols / e.group; ++grp) {
+            double sum = 0;
+            for (int64_t k = grp * e.group; k < (grp + 1) * e.group; ++k)
+              sum += stored[static_cast<size_t>(i * cols + k)];
+            const double z = e.term[static_cast<size_t>(grp * e.term_rows + e.first_row + r)];
+            want[j][static_cast<size_t>(i * e.rows + r)] += z * sum;
+            mag[j][static_cast<size_t>(i * e.rows + r)] += std::fabs(z * sum);
+          }
+        }
+      }
+    }
+    for (Isa isa : supported_isas()) {
+      IsaGuard guard(isa);
+      for (bool packed : {false, true}) {
+        std::vector<std::vector<uint8_t>> packs(experts.size());
+        std::vector<WeightView> views;
+        for (size_t j = 0; j < experts.size(); ++j)
+          views.push_back(view_of(experts[j], packed ? &packs[j] : nullptr));
+        const std::string where =
+            std::string(isa_name(isa)) + (packed ? " packed" : "") + " m " + std::to_string(m);
+        std::vector<std::vector<float>> y(experts.size()), expected(experts.size());
+        std::vector<GroupedJob> jobs;
+        for (size_t j = 0; j < experts.size(); ++j) {
+          const int64_t mj = inputs[static_cast<size_t>(job_input[j])].m;
+          y[j].assign(static_cast<size_t>(std::max<int64_t>(mj, 1) * views[j].rows), NAN);
+          expected[j].assign(y[j].size(), NAN);
+          jobs.push_back({&views[j], job_input[j], y[j].data()});
+          matmul(views[j], gathered[j].data(), mj, expected[j].data());
+          for (size_t i = 0; i < want[j].size(); ++i) {
+            ASSERT_NEAR(expected[j][i], want[j][i], 1e-5 * mag[j][i] + 1e-6)
+                << where << " job " << j << " entry " << i;
+          }
+        }
+        for (int threads : {1, 2, 3}) {
+          ThreadsGuard tg(threads);
+          for (bool team : {false, true}) {
+            for (auto& v : y)
+              std::fill(v.begin(), v.end(), NAN);
+            if (team) {
+              run_in_team([&] { matmul_grouped(inputs, jobs); });
+            } else {
+              matmul_grouped(inputs, jobs);
+            }
+            for (size_t j = 0; j < experts.size(); ++j) {
+              EXPECT_EQ(std::memcmp(y[j].data(), expected[j].data(), y[j].size() * sizeof(float)),
+                        0)
+                  << where << " job " << j << " threads " << threads << " team " << team;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // A weight with an input order (act-order GPTQ repacked by loader/hf) multiplies x gathered by
 // that order: the same bits as the plain weight times the gathered x, in a group with weights of
 // other orders and none, packed or not, at decode and GEMM (and AMX) batch sizes, on every ISA.
