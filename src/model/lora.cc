@@ -7,15 +7,15 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "kernels/lora_expand.h"
 #include "kernels/ops.h"
-#include "kernels/team.h"
 #include "tensor/float16.h"
 
 namespace pagoda::model {
 namespace {
-enum Slot { kLoraX = 40, kLoraMid, kLoraDelta };
+enum Slot { kLoraMid = 40 };
 
-[[maybe_unused]] constexpr size_t kMaxOutputs = LoraBatch::kMaxOutputs;
+constexpr size_t kMaxOutputs = LoraBatch::kMaxOutputs;
 constexpr float kF16Max = 65504.0f;
 
 struct TargetNames {
@@ -73,7 +73,14 @@ void set_lora_projection(LoraProjection& p, int64_t rank, std::span<const float>
   p.rank = rank;
   p.dtype = !force_f32 && fits_f16(a) && fits_f16(b) ? tensor::DType::kF16 : tensor::DType::kF32;
   p.a = stored(a, p.dtype);
-  p.b = stored(b, p.dtype);
+  // B [out, rank] -> bt [rank, out]: the expand kernel's rows run along the output.
+  const auto out = static_cast<int64_t>(b.size()) / rank;
+  std::vector<float> bt(b.size());
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t k = 0; k < rank; ++k)
+      bt[static_cast<size_t>(k * out + o)] = b[static_cast<size_t>(o * rank + k)];
+  }
+  p.b = stored(bt, p.dtype);
 }
 
 std::string_view lora_target_name(LoraTarget target) {
@@ -189,75 +196,88 @@ void LoraBatch::build(const ForwardBatch& batch) {
   }
 }
 
-void LoraBatch::reserve_scratch(int64_t max_dim, Scratch& scratch) const {
+namespace {
+// add()'s A x for every (adapter, output): at most the batch's rows (groups x their most rows)
+// times kMaxOutputs outputs of at most max_rank values.
+size_t mid_floats(size_t groups, int64_t max_rows, int64_t max_rank) {
+  return groups * static_cast<size_t>(max_rows) * kMaxOutputs * static_cast<size_t>(max_rank);
+}
+}  // namespace
+
+void LoraBatch::reserve_scratch(int64_t /*max_dim*/, Scratch& scratch) const {
   if (num_groups_ == 0) return;
-  const auto n = static_cast<size_t>(max_rows_);
-  scratch.reserve(kLoraX, n * static_cast<size_t>(max_dim));
-  scratch.reserve(kLoraMid, kMaxOutputs * n * static_cast<size_t>(max_rank_));
-  scratch.reserve(kLoraDelta, kMaxOutputs * n * static_cast<size_t>(max_dim));
+  scratch.reserve(kLoraMid, mid_floats(num_groups_, max_rows_, max_rank_));
 }
 
 void LoraBatch::add(int32_t layer, std::span<const Output> outputs, const float* x, int64_t in,
                     Scratch& scratch) const {
   PAGODA_CHECK(!outputs.empty() && outputs.size() <= kMaxOutputs);
-  const auto rows_cap = static_cast<size_t>(max_rows_);
+  // Every thread of the team builds the same lists (no barrier); kept between calls, so a steady
+  // state allocates nothing. Pointers into them are taken once they are complete.
+  thread_local std::vector<int32_t> index_storage;  // row numbers of multi-run groups
+  thread_local std::vector<size_t> index_at_storage;
+  thread_local std::vector<kernels::WeightView> a_storage, bt_storage;
+  thread_local std::vector<kernels::GroupedInput> input_storage;
+  thread_local std::vector<kernels::GroupedJob> shrink_storage;
+  thread_local std::vector<kernels::LoraExpandJob> expand_storage;
+  std::vector<int32_t>& index = index_storage;
+  std::vector<size_t>& index_at = index_at_storage;
+  std::vector<kernels::WeightView>& a_views = a_storage;
+  std::vector<kernels::WeightView>& bt_views = bt_storage;
+  std::vector<kernels::GroupedInput>& inputs = input_storage;
+  std::vector<kernels::GroupedJob>& shrink = shrink_storage;
+  std::vector<kernels::LoraExpandJob>& expand = expand_storage;
+  index.clear();
+  index_at.clear();
+  a_views.clear();
+  bt_views.clear();
+  inputs.clear();
+  shrink.clear();
+  expand.clear();
+  for (size_t gi = 0; gi < num_groups_; ++gi) {
+    index_at.push_back(index.size());
+    const Group& g = groups_[gi];
+    if (g.runs.size() == 1) continue;  // read in place
+    for (const Run& r : g.runs) {
+      for (int64_t t = r.begin; t < r.begin + r.count; ++t)
+        index.push_back(static_cast<int32_t>(t));
+    }
+  }
+  float* mid = scratch.get(kLoraMid, mid_floats(num_groups_, max_rows_, max_rank_));
+  size_t mid_used = 0;
   for (size_t gi = 0; gi < num_groups_; ++gi) {
     const Group& g = groups_[gi];
     const auto& projections = g.adapter->layers[static_cast<size_t>(layer)];
-    // The outputs this adapter adapts, with their A/B views.
-    kernels::WeightView a_views[kMaxOutputs], b_views[kMaxOutputs];
-    size_t which[kMaxOutputs];
-    size_t k = 0;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      const LoraProjection& p = projections[static_cast<size_t>(outputs[o].target)];
-      if (p.rank == 0) continue;
-      a_views[k] = matrix_view(p.a, p.dtype, p.rank, in);
-      b_views[k] = matrix_view(p.b, p.dtype, outputs[o].out, p.rank);
-      which[k++] = o;
-    }
-    if (k == 0) continue;
     const int64_t n = g.num_rows;
-    // The group's input rows: in place when they are one run, else gathered run by run.
-    const float* gx = x + g.runs[0].begin * in;
-    if (g.runs.size() > 1) {
-      float* gathered = scratch.get(kLoraX, static_cast<size_t>(n * in));
-      kernels::team_first([&] {
-        int64_t row = 0;
-        for (const Run& r : g.runs) {
-          std::memcpy(gathered + row * in, x + r.begin * in,
-                      static_cast<size_t>(r.count * in) * sizeof(float));
-          row += r.count;
-        }
-      });
-      gx = gathered;
+    // One run: its rows in place; else by row number (the shrink's input, the expand's output).
+    const bool in_place = g.runs.size() == 1;
+    const int64_t first_row = in_place ? g.runs[0].begin : 0;
+    const int32_t* rows = in_place ? nullptr : index.data() + index_at[gi];
+    const auto input = static_cast<int32_t>(inputs.size());
+    bool adapted = false;
+    for (const Output& out : outputs) {
+      const LoraProjection& p = projections[static_cast<size_t>(out.target)];
+      if (p.rank == 0) continue;
+      a_views.push_back(matrix_view(p.a, p.dtype, p.rank, in));
+      bt_views.push_back(matrix_view(p.b, p.dtype, p.rank, out.out));
+      float* m = mid + mid_used;
+      mid_used += static_cast<size_t>(n * p.rank);
+      shrink.push_back(kernels::GroupedJob{nullptr, input, m});
+      expand.push_back(
+          kernels::LoraExpandJob{nullptr, m, out.y + first_row * out.out, out.out, rows, n});
+      adapted = true;
     }
-    // mid_j = A_j gx for every adapted output j, one matmul group (gx converted once).
-    float* mid = scratch.get(kLoraMid, kMaxOutputs * rows_cap * static_cast<size_t>(max_rank_));
-    kernels::MatmulJob jobs[kMaxOutputs];
-    for (size_t j = 0; j < k; ++j) {
-      jobs[j] = kernels::MatmulJob{&a_views[j], mid + j * rows_cap * static_cast<size_t>(max_rank_),
-                                   nullptr};
-    }
-    kernels::matmul_group(std::span<const kernels::MatmulJob>(jobs, k), gx, n);
-    // delta_j = B_j mid_j, each added back run by run (a long run split across the team).
-    size_t delta_offset[kMaxOutputs];
-    size_t offset = 0;
-    for (size_t j = 0; j < k; ++j) {
-      delta_offset[j] = offset;
-      offset += static_cast<size_t>(n * outputs[which[j]].out);
-    }
-    float* delta = scratch.get(kLoraDelta, offset);
-    for (size_t j = 0; j < k; ++j)
-      kernels::matmul(b_views[j], jobs[j].y, n, delta + delta_offset[j]);
-    for (size_t j = 0; j < k; ++j) {
-      const Output& out = outputs[which[j]];
-      const float* src = delta + delta_offset[j];
-      for (const Run& r : g.runs) {
-        kernels::add_inplace(out.y + r.begin * out.out, src, r.count * out.out);
-        src += r.count * out.out;
-      }
-    }
+    if (adapted) inputs.push_back(kernels::GroupedInput{x + first_row * in, rows, n});
   }
+  if (shrink.empty()) return;
+  for (size_t j = 0; j < shrink.size(); ++j) {
+    shrink[j].w = &a_views[j];
+    expand[j].bt = &bt_views[j];
+  }
+  // mid_j = A_j x for every adapter's rows and adapted output: one grouped matmul (each adapter's
+  // rows converted once); then y_j += mid_j Bt_j for all of them: one expand.
+  kernels::matmul_grouped(inputs, shrink);
+  kernels::lora_expand(expand);
 }
 
 }  // namespace pagoda::model

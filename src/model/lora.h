@@ -1,10 +1,10 @@
 // LoRA adapters in the forward pass: a projection y = W x of a layer becomes
 // y = W x + B (A x) for the rows whose sequence runs an adapter adapting it (A [rank, in],
-// B [out, rank], the adapter's scale already folded into B at load, both stored F16). The base
-// matmul stays shared by the whole batch; the low-rank products run per adapter over that
-// adapter's rows only (read in place when they are consecutive, else gathered once per input:
-// q/k/v share one gather and one matmul group of their A products, as do gate/up; then each B;
-// added back run by run), so rows without an adapter cost nothing extra and a row's result never
+// B [out, rank] kept transposed, the adapter's scale folded into B at load, both F16). The
+// base matmul stays shared by the whole batch; the low-rank products of all adapters run in
+// two calls (punica/SGMV's shrink and expand): one grouped matmul of every A over its adapter's
+// rows (read in place when consecutive, else by row number), one kernels::lora_expand adding
+// (A x) Bt straight into y; so rows without an adapter cost nothing extra and a row's result never
 // depends on which other rows share its step.
 #pragma once
 
@@ -41,10 +41,10 @@ struct LoraProjection {
   // is beyond F16's range (or PAGODA_LORA_F32=1, for A/B measurements).
   tensor::DType dtype = tensor::DType::kF16;
   std::vector<uint8_t> a;  // [rank, in] of dtype
-  std::vector<uint8_t> b;  // [out, rank] of dtype, times the adapter's scale
+  std::vector<uint8_t> b;  // B transposed: [rank, out] of dtype, times the adapter's scale
 };
 
-// Stores a [rank, in] and b [out, rank] (f32, the scale folded into b) in p, choosing its dtype.
+// Stores a [rank, in] and b [out, rank] (f32, scale folded in; kept transposed) in p.
 // precondition: a.size() and b.size() are multiples of rank > 0.
 void set_lora_projection(LoraProjection& p, int64_t rank, std::span<const float> a,
                          std::span<const float> b);
@@ -81,7 +81,7 @@ class LoraBatch {
 
   // y[t, out] += B (A x[t, in]) for each output and each row t whose adapter adapts (layer,
   // output.target). Every output reads x [T, in] (1 to kMaxOutputs of them: q/k/v, gate/up, o,
-  // down): an adapter's rows are gathered once and its A products run as one matmul group. Runs
+  // down): all adapters' A products run as one grouped matmul, all B products as one expand. Runs
   // inside the kernels' team like the other ops (every thread calls it).
   void add(int32_t layer, std::span<const Output> outputs, const float* x, int64_t in,
            Scratch& scratch) const;

@@ -73,6 +73,10 @@ struct CpuKernels {
                    float* y) = nullptr;
   // y[i] += x[i]. nullptr: the reference.
   void (*add_inplace)(float* y, const float* x, int64_t n) = nullptr;
+  // kernels::lora_expand (ops.h) for columns [c0, c1) of one job, bit for bit the reference's
+  // (std::fma per k in order onto 0, then one add to y). nullptr: the reference.
+  void (*lora_expand)(const WeightView& bt, const float* mid, int64_t rows, const int32_t* index,
+                      float* y, int64_t ldy, int64_t c0, int64_t c1) = nullptr;
   // n floats to f16 bits, tensor::fp32_to_fp16 per element bit for bit (NaN: the quiet NaN of its
   // sign, no payload): the f16 KV cache's row store. nullptr: the reference.
   void (*fp32_to_f16_row)(const float* src, void* dst, int64_t n) = nullptr;

@@ -1,5 +1,6 @@
-// rms_norm, silu_mul, gelu_tanh_mul, softcap, softmax and add_inplace against double-precision
-// formulas written here, with aliasing, one-element rows, masked (-inf) and extreme inputs.
+// rms_norm, silu_mul, gelu_tanh_mul, softcap, softmax, add_inplace and lora_expand against
+// double-precision formulas written here, with aliasing, one-element rows, masked (-inf) and
+// extreme inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,12 +11,15 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "isa_guard.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/cpu/sum_squares.h"
 #include "kernels/isa.h"
+#include "kernels/lora_expand.h"
 #include "kernels/ops.h"
 #include "random_data.h"
 #include "tensor/float16.h"
@@ -402,6 +406,152 @@ TEST(HeadMatmulTest, MatchesFormulaAndBatchedEqualsAlone) {
                             static_cast<size_t>(out) * sizeof(float)),
                 0)
           << t << " " << h;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
+
+namespace pagoda::kernels {
+namespace {
+
+// bt [rank, out] of dtype (F16: the values rounded), as bytes and as the floats they hold.
+struct ExpandMatrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+  WeightView view;
+};
+ExpandMatrix expand_matrix(tensor::DType dtype, int64_t rank, int64_t out, uint32_t seed) {
+  ExpandMatrix m;
+  m.values = random_vec(static_cast<size_t>(rank * out), seed, 0.5f);
+  const size_t elem = dtype == tensor::DType::kF16 ? 2 : 4;
+  m.bytes.resize(m.values.size() * elem);
+  for (size_t i = 0; i < m.values.size(); ++i) {
+    if (dtype == tensor::DType::kF16) {
+      const uint16_t h = tensor::fp32_to_fp16(m.values[i]);
+      std::memcpy(m.bytes.data() + 2 * i, &h, 2);
+      m.values[i] = tensor::fp16_to_fp32(h);
+    } else {
+      std::memcpy(m.bytes.data() + 4 * i, &m.values[i], 4);
+    }
+  }
+  m.view.dtype = dtype;
+  m.view.rows = rank;
+  m.view.cols = out;
+  m.view.row_bytes = static_cast<size_t>(out) * elem;
+  m.view.data = m.bytes.data();
+  return m;
+}
+
+// lora_expand: y(i) += mid_i · bt against a double formula, rows placed by index with a padded
+// ldy (the pad and the rows not named untouched), several jobs of different ranks and widths in
+// one call, with one and two threads (the same bits), and each job alone giving the same bits.
+TEST(LoraExpandTest, MatchesFormulaAndJobsAreIndependent) {
+  for (tensor::DType dtype : {tensor::DType::kF16, tensor::DType::kF32}) {
+    // 1400 columns: 21 pieces of 64 and a tail of 56; enough work for two threads.
+    const ExpandMatrix b0 = expand_matrix(dtype, 16, 1400, 31);
+    const ExpandMatrix b1 = expand_matrix(dtype, 5, 24, 32);
+    const int64_t ld0 = 1403, ld1 = 24, T = 9;
+    const auto mid0 = random_vec(6 * 16, 33);
+    const auto mid1 = random_vec(3 * 5, 34);
+    const std::vector<int32_t> index0 = {8, 0, 3, 5, 1, 7};  // rows of y0 (2, 4, 6: none)
+    const auto y0_init = random_vec(static_cast<size_t>(T * ld0), 35);
+    const auto y1_init = random_vec(static_cast<size_t>(3 * ld1), 36);
+    std::vector<float> first_y0, first_y1;
+    for (int threads : {1, 2}) {
+      const ThreadsGuard guard(threads);
+      auto y0 = y0_init, y1 = y1_init;
+      const LoraExpandJob jobs[] = {{&b0.view, mid0.data(), y0.data(), ld0, index0.data(), 6},
+                                    {&b1.view, mid1.data(), y1.data(), ld1, nullptr, 3}};
+      lora_expand(jobs);
+      for (int64_t i = 0; i < 6; ++i) {
+        const int64_t row = index0[static_cast<size_t>(i)];
+        for (int64_t o = 0; o < ld0; ++o) {
+          const size_t at = static_cast<size_t>(row * ld0 + o);
+          if (o >= 1400) {
+            ASSERT_EQ(y0[at], y0_init[at]) << "pad " << row << " " << o;
+            continue;
+          }
+          double want = y0_init[at], mag = std::fabs(want);
+          for (int64_t k = 0; k < 16; ++k) {
+            const double t = double(mid0[static_cast<size_t>(i * 16 + k)]) *
+                             b0.values[static_cast<size_t>(k * 1400 + o)];
+            want += t;
+            mag += std::fabs(t);
+          }
+          ASSERT_NEAR(y0[at], want, 1e-6 * mag) << row << " " << o;
+        }
+      }
+      for (int64_t row : {2, 4, 6}) {
+        for (int64_t o = 0; o < ld0; ++o) {
+          const size_t at = static_cast<size_t>(row * ld0 + o);
+          ASSERT_EQ(y0[at], y0_init[at]) << "row " << row << " has no job";
+        }
+      }
+      for (int64_t i = 0; i < 3; ++i) {
+        for (int64_t o = 0; o < 24; ++o) {
+          double want = y1_init[static_cast<size_t>(i * ld1 + o)], mag = std::fabs(want);
+          for (int64_t k = 0; k < 5; ++k) {
+            const double t = double(mid1[static_cast<size_t>(i * 5 + k)]) *
+                             b1.values[static_cast<size_t>(k * 24 + o)];
+            want += t;
+            mag += std::fabs(t);
+          }
+          ASSERT_NEAR(y1[static_cast<size_t>(i * ld1 + o)], want, 1e-6 * mag) << i << " " << o;
+        }
+      }
+      if (threads == 1) {
+        first_y0 = y0;
+        first_y1 = y1;
+        // Row 2 of job 1 alone: the same bits as in the call with every job.
+        auto alone = y1_init;
+        const LoraExpandJob one{&b1.view, mid1.data() + 2 * 5, alone.data() + 2 * ld1, ld1, nullptr,
+                                1};
+        lora_expand(std::span<const LoraExpandJob>(&one, 1));
+        ASSERT_EQ(std::memcmp(alone.data() + 2 * ld1, y1.data() + 2 * ld1, 24 * sizeof(float)), 0);
+      } else {
+        EXPECT_EQ(y0, first_y0) << "two threads";
+        EXPECT_EQ(y1, first_y1) << "two threads";
+      }
+    }
+  }
+}
+
+// Every ISA's expand equals the reference bit for bit: row tiles of 1-4 and their remainders,
+// column ranges starting and ending off the 16/8-lane steps (the scalar tail), both dtypes.
+TEST(LoraExpandTest, EveryIsaEqualsReference) {
+  for (tensor::DType dtype : {tensor::DType::kF16, tensor::DType::kF32}) {
+    for (int64_t rank : {1, 3, 16, 33}) {
+      const int64_t out = 77;
+      const ExpandMatrix b = expand_matrix(dtype, rank, out, static_cast<uint32_t>(40 + rank));
+      for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
+        const auto mid = random_vec(static_cast<size_t>(rows * rank), 50, 2.0f);
+        std::vector<int32_t> index(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i)  // rows + 1 down to 2: distinct, out of order
+          index[static_cast<size_t>(i)] = static_cast<int32_t>(rows + 1 - i);
+        const int64_t ldy = out + 5;
+        const auto y0 = random_vec(static_cast<size_t>((rows + 2) * ldy), 51);
+        for (const auto& [c0, c1] :
+             {std::pair<int64_t, int64_t>{0, out}, {3, 40}, {16, 24}, {5, 6}, {64, out}}) {
+          for (const int32_t* idx :
+               {static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(index.data())}) {
+            auto ref = y0;
+            cpu::reference::lora_expand(b.view, mid.data(), rows, idx, ref.data(), ldy, c0, c1);
+            for (Isa isa : supported_isas()) {
+              const cpu::CpuKernels& k = *cpu::kernels_for(isa);
+              if (isa == Isa::kScalar || isa == Isa::kPortable) continue;
+              ASSERT_NE(k.lora_expand, nullptr) << isa_name(isa);
+              auto got = y0;
+              k.lora_expand(b.view, mid.data(), rows, idx, got.data(), ldy, c0, c1);
+              expect_same_bits(got, ref,
+                               std::string(isa_name(isa)) + " rank " + std::to_string(rank) +
+                                   " rows " + std::to_string(rows) + " cols " + std::to_string(c0) +
+                                   ".." + std::to_string(c1) + (idx != nullptr ? " indexed" : ""));
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -39,6 +39,9 @@ void weighted_row_sum(const float* src, const int32_t* index, const float* weigh
 // head_matmul (ops.h) for heads [h0, h1).
 void head_matmul(const float* w, int64_t h0, int64_t h1, int64_t in_dim, int64_t out_dim,
                  const float* x, HeadRows xs, int64_t num_tokens, float* y, HeadRows ys);
+// lora_expand (ops.h) of one job for columns [c0, c1) (lora_expand.cc).
+void lora_expand(const WeightView& bt, const float* mid, int64_t rows, const int32_t* index,
+                 float* y, int64_t ldy, int64_t c0, int64_t c1);
 // The sum of p[0, n) mod 2^64 (the bandwidth probe's read loop).
 uint64_t sum_u64(const uint64_t* p, size_t n);
 

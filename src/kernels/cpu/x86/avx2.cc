@@ -31,6 +31,7 @@ namespace {
 // clang-format off
 #include "kernels/cpu/x86/x86_common.inc"
 #include "kernels/cpu/x86/x86_elementwise.inc"
+#include "kernels/cpu/x86/x86_lora.inc"
 #include "kernels/cpu/x86/x86_matmul_q.inc"
 #include "kernels/cpu/x86/x86_matmul_panel.inc"
 #include "kernels/cpu/x86/x86_panel_legacy.inc"
@@ -58,6 +59,7 @@ const CpuKernels* avx2_kernels() {
     k.silu_mul = &avx2::silu_mul;
     k.rms_norm = &avx2::rms_norm;
     k.add_inplace = &avx2::add_inplace;
+    k.lora_expand = &avx2::lora_expand;
     k.fp32_to_f16_row = &avx2::fp32_to_f16_row;
     return k;
   }();

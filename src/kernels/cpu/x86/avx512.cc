@@ -47,6 +47,7 @@ namespace {
 // clang-format off
 #include "kernels/cpu/x86/x86_common.inc"
 #include "kernels/cpu/x86/x86_elementwise.inc"
+#include "kernels/cpu/x86/x86_lora.inc"
 #include "kernels/cpu/x86/x86_matmul_q.inc"
 #include "kernels/cpu/x86/x86_matmul_panel.inc"
 #include "kernels/cpu/x86/x86_panel_legacy.inc"
@@ -89,6 +90,7 @@ const CpuKernels* avx512_kernels() {
     k.silu_mul = &avx512::silu_mul;
     k.rms_norm = &avx512::rms_norm;
     k.add_inplace = &avx512::add_inplace;
+    k.lora_expand = &avx512::lora_expand;
     k.fp32_to_f16_row = &avx512::fp32_to_f16_row;
     return k;
   }();
