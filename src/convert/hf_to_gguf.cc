@@ -375,7 +375,7 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     }
   }
   w.set(a + "attention.layer_norm_rms_epsilon", GgufWriteValue::f32(c.rms_norm_eps));
-  if (c.sliding_window > 0) {  // only set for the architectures that apply it (phi3)
+  if (c.sliding_window > 0) {  // set only where applied: phi3, gemma, Mistral/Qwen2 (llama/qwen2)
     w.set(a + "attention.sliding_window",
           GgufWriteValue::u32(static_cast<uint32_t>(c.sliding_window)));
   }

@@ -51,6 +51,7 @@ Result<HfConfig> parse_config_object(const json& root, std::string_view kFile,
   PAGODA_RETURN_IF_ERROR(f.read("mlp_bias", c.mlp_bias));
   PAGODA_RETURN_IF_ERROR(f.read("use_sliding_window", c.use_sliding_window));
   PAGODA_RETURN_IF_ERROR(f.read("sliding_window", c.sliding_window));
+  PAGODA_RETURN_IF_ERROR(f.read("max_window_layers", c.max_window_layers));
   PAGODA_RETURN_IF_ERROR(f.read("num_local_experts", c.num_local_experts));
   PAGODA_RETURN_IF_ERROR(f.read("num_experts_per_tok", c.num_experts_per_tok));
   PAGODA_RETURN_IF_ERROR(f.read("hidden_act", c.hidden_act));

@@ -38,7 +38,9 @@ struct HfConfig {
   std::optional<double> rms_norm_eps, rope_theta;
   std::optional<HfRopeScaling> rope_scaling;
   std::optional<bool> tie_word_embeddings, attention_bias, mlp_bias, use_sliding_window;
-  std::optional<int64_t> sliding_window;
+  // sliding_window: Mistral/Mixtral/Phi-3 (every layer); the Qwen2 family applies it only with
+  // use_sliding_window, from layer max_window_layers on.
+  std::optional<int64_t> sliding_window, max_window_layers;
   std::optional<int64_t> num_local_experts, num_experts_per_tok;  // Mixtral
   std::optional<std::string> hidden_act, torch_dtype, name_or_path;
   // Gemma 2/3: hidden_activation (Gemma's name for hidden_act), query_pre_attn_scalar (queries

@@ -2,6 +2,7 @@
 #include "kv/kv_manager.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/check.h"
 #include "kv/block_hash.h"
@@ -36,86 +37,129 @@ Result<KvManager> KvManager::create(const KvManagerConfig& config) {
     return invalid_argument("kv sliding_window must be in [0, {}], got {}", kMaxSlidingWindow,
                             config.sliding_window);
   }
+  if (config.group_windows.size() > static_cast<size_t>(kMaxGroups)) {
+    return invalid_argument("kv group_windows has {} groups, at most {}",
+                            config.group_windows.size(), kMaxGroups);
+  }
+  if (!config.group_windows.empty() && config.sliding_window != 0) {
+    return invalid_argument("kv sliding_window ({}) and group_windows are both set",
+                            config.sliding_window);
+  }
+  for (size_t g = 0; g < config.group_windows.size(); ++g) {
+    const int32_t w = config.group_windows[g];
+    if (w < 0 || w > kMaxSlidingWindow) {
+      return invalid_argument("kv group_windows[{}] must be in [0, {}], got {}", g,
+                              kMaxSlidingWindow, w);
+    }
+  }
   return KvManager(config);
 }
 
-KvManager::KvManager(const KvManagerConfig& config) : config_(config), pool_(config.num_blocks) {}
+KvManager::KvManager(const KvManagerConfig& config)
+    : config_(config),
+      windows_(config.group_windows.empty() ? std::vector<int32_t>{config.sliding_window}
+                                            : config.group_windows),
+      pool_(config.num_blocks) {}
+
+BlockHash KvManager::group_key(const BlockHash& hash, int32_t group) {
+  if (group == 0) return hash;
+  // A block of no tokens under (tag, group): another chain step, so keys of different groups
+  // (and of group 0's chain) are as distinct as any two chain hashes.
+  const uint64_t extra[2] = {0x67726f75704b5600ull, static_cast<uint64_t>(group)};
+  return hash_block(hash, {}, extra);
+}
 
 int64_t KvManager::num_blocks_for_tokens(int64_t num_tokens) const {
   PAGODA_CHECK(num_tokens >= 0);
   return num_tokens / config_.block_size + (num_tokens % config_.block_size != 0 ? 1 : 0);
 }
 
-int64_t KvManager::first_block_in_window(int64_t pos) const {
-  if (config_.sliding_window == 0) return 0;
-  return std::max<int64_t>(0, pos - config_.sliding_window + 1) / config_.block_size;
+int64_t KvManager::first_block_in_window(int64_t pos, int32_t group) const {
+  const int32_t w = group_window(group);
+  if (w == 0) return 0;
+  return std::max<int64_t>(0, pos - w + 1) / config_.block_size;
 }
 
 int64_t KvManager::max_blocks_held(int64_t num_tokens, int64_t max_step_tokens) const {
   PAGODA_CHECK(max_step_tokens >= 0);
   const int64_t all = num_blocks_for_tokens(num_tokens);
-  if (config_.sliding_window == 0) return all;
-  // A step computing [c, c + n) reads positions [c - window + 1, c + n): a span of
-  // window - 1 + n positions, which touches at most ceil(span / block_size) + 1 blocks.
-  return std::min(all, num_blocks_for_tokens(config_.sliding_window - 1 + max_step_tokens) + 1);
+  int64_t total = 0;
+  for (const int32_t w : windows_) {
+    // A step computing [c, c + n) reads positions [c - window + 1, c + n): a span of
+    // window - 1 + n positions, which touches at most ceil(span / block_size) + 1 blocks.
+    total += w == 0 ? all : std::min(all, num_blocks_for_tokens(w - 1 + max_step_tokens) + 1);
+  }
+  return total;
 }
 
-int64_t KvManager::num_held_blocks(SeqId id) const {
-  const std::span<const BlockId> table = block_table(id);
+int64_t KvManager::num_held_blocks(SeqId id, int32_t group) const {
+  const std::span<const BlockId> table = block_table(id, group);
   return static_cast<int64_t>(
       std::count_if(table.begin(), table.end(), [](BlockId b) { return b != kNullBlockId; }));
 }
 
+int64_t KvManager::num_held_blocks(SeqId id) const {
+  int64_t n = 0;
+  for (int32_t g = 0; g < num_groups(); ++g)
+    n += num_held_blocks(id, g);
+  return n;
+}
+
 PrefixHit KvManager::get_computed_blocks(const SequenceView& seq) const {
   PrefixHit hit;
+  const size_t num_groups = windows_.size();
+  hit.other_groups.resize(num_groups - 1);
   if (!config_.enable_prefix_caching || seq.token_ids.empty()) return hit;
   const int32_t bs = config_.block_size;
   // Leave at least the last token to compute: the step that computes it yields the logits.
   const int64_t max_blocks = (static_cast<int64_t>(seq.token_ids.size()) - 1) / bs;
   BlockHash parent = root_block_hash(seq.cache_salt, seq.lora_id);
-  if (config_.sliding_window == 0) {
-    for (int64_t i = 0; i < max_blocks; ++i) {
-      parent = hash_block(parent, seq.token_ids.subspan(i * bs, bs));
-      hit.block_hashes.push_back(parent);
-      const std::optional<BlockId> block = pool_.lookup(parent);
-      if (!block) break;
-      hit.blocks.push_back(*block);
-    }
-    hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * bs;
-    return hit;
-  }
-  // Sliding window: a hit of L blocks needs blocks [first_block_in_window(L * bs), L) cached
-  // (the window of the first position computed after it); the chain hash of block i commits
-  // to every token before it, so a cached block i proves the whole prefix even when earlier
-  // blocks were evicted. The longest L whose trailing run of cached blocks covers its window.
-  std::vector<BlockId> found;
-  int64_t run = 0;   // cached blocks ending at block i
-  int64_t best = 0;  // the longest valid hit, in blocks
+  // Per group, a hit of L blocks needs blocks [first_block_in_window(L * bs), L) cached (the
+  // window of the first position computed after it: every block without a window); the chain
+  // hash of block i commits to every token before it, so a cached block i proves the whole
+  // prefix even when earlier blocks were evicted. The hit is the longest L valid in every group.
+  std::vector<std::vector<BlockId>> found(num_groups);
+  std::vector<int64_t> run(num_groups, 0);  // cached blocks ending at block i, per group
+  int64_t best = 0;                         // the longest valid hit, in blocks
   for (int64_t i = 0; i < max_blocks; ++i) {
     parent = hash_block(parent, seq.token_ids.subspan(i * bs, bs));
     hit.block_hashes.push_back(parent);
-    const std::optional<BlockId> block = pool_.lookup(parent);
-    found.push_back(block.value_or(kNullBlockId));
-    run = block ? run + 1 : 0;
-    if (run >= i + 1 - first_block_in_window((i + 1) * bs)) best = i + 1;
+    bool valid = true;
+    bool dead = false;  // a full-attention group missed a block: no longer hit can be valid
+    for (size_t g = 0; g < num_groups; ++g) {
+      const int32_t group = static_cast<int32_t>(g);
+      const std::optional<BlockId> block = pool_.lookup(group_key(parent, group));
+      found[g].push_back(block.value_or(kNullBlockId));
+      run[g] = block ? run[g] + 1 : 0;
+      valid = valid && run[g] >= i + 1 - first_block_in_window((i + 1) * bs, group);
+      dead = dead || (!block && windows_[g] == 0);
+    }
+    if (dead) break;
+    if (valid) best = i + 1;
   }
-  const int64_t first = first_block_in_window(best * bs);
-  hit.blocks.assign(found.begin(), found.begin() + best);
-  std::fill(hit.blocks.begin(), hit.blocks.begin() + first, kNullBlockId);
+  for (size_t g = 0; g < num_groups; ++g) {
+    std::vector<BlockId>& out = g == 0 ? hit.blocks : hit.other_groups[g - 1];
+    out.assign(found[g].begin(), found[g].begin() + best);
+    const int64_t first = first_block_in_window(best * bs, static_cast<int32_t>(g));
+    std::fill(out.begin(), out.begin() + first, kNullBlockId);
+  }
   hit.num_tokens = best * bs;
   return hit;
 }
 
 void KvManager::release_outside_window(SeqState& state, int64_t num_computed) {
-  if (config_.sliding_window == 0) return;
-  const int64_t end =
-      std::min(first_block_in_window(num_computed), static_cast<int64_t>(state.blocks.size()));
-  for (int64_t i = state.num_released_blocks; i < end; ++i) {
-    BlockId& b = state.blocks[static_cast<size_t>(i)];
-    if (b != kNullBlockId) pool_.free(std::span<const BlockId>(&b, 1));
-    b = kNullBlockId;
+  for (size_t g = 0; g < state.groups.size(); ++g) {
+    if (windows_[g] == 0) continue;
+    GroupTable& t = state.groups[g];
+    const int64_t end = std::min(first_block_in_window(num_computed, static_cast<int32_t>(g)),
+                                 static_cast<int64_t>(t.blocks.size()));
+    for (int64_t i = t.num_released_blocks; i < end; ++i) {
+      BlockId& b = t.blocks[static_cast<size_t>(i)];
+      if (b != kNullBlockId) pool_.free(std::span<const BlockId>(&b, 1));
+      b = kNullBlockId;
+    }
+    t.num_released_blocks = std::max(t.num_released_blocks, end);
   }
-  state.num_released_blocks = std::max(state.num_released_blocks, end);
 }
 
 std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
@@ -125,14 +169,19 @@ std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
   PAGODA_CHECK(num_new_tokens >= 0 && num_lookahead_tokens >= 0);
   PAGODA_CHECK(seq.num_computed_tokens >= 0);
   const int32_t bs = config_.block_size;
+  const size_t num_groups = windows_.size();
   auto it = seqs_.find(seq.id);
-  const std::vector<BlockId>* table = it == seqs_.end() ? nullptr : &it->second.blocks;
-  const int64_t num_table = table == nullptr ? 0 : static_cast<int64_t>(table->size());
+  const SeqState* existing = it == seqs_.end() ? nullptr : &it->second;
+  const int64_t num_table =
+      existing == nullptr ? 0 : static_cast<int64_t>(existing->groups[0].blocks.size());
   const bool with_hit = hit != nullptr && !hit->blocks.empty();
   if (with_hit) {
     PAGODA_CHECK_MSG(num_table == 0 && seq.num_computed_tokens == 0,
                      "a prefix hit is only taken by a sequence without blocks");
     PAGODA_CHECK(hit->num_tokens == static_cast<int64_t>(hit->blocks.size()) * bs);
+    PAGODA_CHECK(hit->other_groups.size() == num_groups - 1);
+    for (const std::vector<BlockId>& g : hit->other_groups)
+      PAGODA_CHECK(g.size() == hit->blocks.size());
   }
   const int64_t num_hit_blocks = with_hit ? static_cast<int64_t>(hit->blocks.size()) : 0;
   const int64_t start = seq.num_computed_tokens + num_hit_blocks * bs;
@@ -147,51 +196,67 @@ std::optional<SlotAllocation> KvManager::allocate_slots(const SequenceView& seq,
   const int64_t num_required = num_blocks_for_tokens(end + num_lookahead_tokens);
   const int64_t num_append = std::max<int64_t>(0, num_required - num_table - num_hit_blocks);
   // Existing blocks the new tokens (and lookahead slots, which speculative decoding writes)
-  // write into that another sequence also holds: copy-on-write.
-  std::vector<int64_t> cow_indices;
-  if (num_new_tokens + num_lookahead_tokens > 0 && table != nullptr) {
+  // write into that another sequence also holds: copy-on-write. (group, entry) pairs.
+  std::vector<std::pair<size_t, int64_t>> cow;
+  if (num_new_tokens + num_lookahead_tokens > 0 && existing != nullptr) {
     const int64_t last = std::min(num_table, num_blocks_for_tokens(end + num_lookahead_tokens));
-    for (int64_t i = start / bs; i < last; ++i) {
-      if (pool_.ref_count((*table)[i]) > 1) cow_indices.push_back(i);
+    for (size_t g = 0; g < num_groups; ++g) {
+      for (int64_t i = start / bs; i < last; ++i) {
+        if (pool_.ref_count(existing->groups[g].blocks[i]) > 1) cow.emplace_back(g, i);
+      }
     }
   }
   // Cached blocks with no holder sit in the free list; reviving them shrinks it.
   int64_t num_revived = 0;
   if (with_hit) {
-    for (const BlockId b : hit->blocks)
-      num_revived += b != kNullBlockId && pool_.ref_count(b) == 0 ? 1 : 0;
+    for (size_t g = 0; g < num_groups; ++g) {
+      for (const BlockId b : g == 0 ? hit->blocks : hit->other_groups[g - 1])
+        num_revived += b != kNullBlockId && pool_.ref_count(b) == 0 ? 1 : 0;
+    }
   }
-  const int64_t num_needed = num_append + static_cast<int64_t>(cow_indices.size());
+  const int64_t num_needed =
+      num_append * static_cast<int64_t>(num_groups) + static_cast<int64_t>(cow.size());
   if (num_needed + num_revived > pool_.num_free_blocks()) return std::nullopt;
 
   SeqState& state = seqs_[seq.id];  // creates the entry for a new sequence
+  state.groups.resize(num_groups);
   SlotAllocation out;
+  out.other_groups_new_block_ids.resize(num_groups - 1);
   if (with_hit) {
-    pool_.touch(held(hit->blocks));
-    state.blocks.assign(hit->blocks.begin(), hit->blocks.end());
+    for (size_t g = 0; g < num_groups; ++g) {
+      const std::vector<BlockId>& blocks = g == 0 ? hit->blocks : hit->other_groups[g - 1];
+      pool_.touch(held(blocks));
+      state.groups[g].blocks.assign(blocks.begin(), blocks.end());
+      state.groups[g].num_released_blocks =
+          first_block_in_window(hit->num_tokens, static_cast<int32_t>(g));
+    }
     state.block_hashes.assign(hit->block_hashes.begin(), hit->block_hashes.end());
     state.num_cached_blocks = num_hit_blocks;
-    state.num_released_blocks = first_block_in_window(hit->num_tokens);
   }
   if (hit != nullptr && config_.enable_prefix_caching) {
     prefix_cache_queries_ += static_cast<int64_t>(seq.token_ids.size());
     prefix_cache_hits_ += num_hit_blocks * bs;
   }
-  for (const int64_t i : cow_indices) {
-    const BlockId src = state.blocks[i];
+  for (const auto& [g, i] : cow) {
+    BlockId& entry = state.groups[g].blocks[i];
+    const BlockId src = entry;
     const BlockId dst = pool_.allocate_one();
     // Only a block holding computed tokens has data to copy; a shared spare block is replaced.
     if (i * bs < start) {
       out.copies.push_back(BlockCopy{src, dst});
       ++num_cow_copies_;
     }
-    state.blocks[i] = dst;
+    entry = dst;
     pool_.free(std::span<const BlockId>(&src, 1));
   }
-  const size_t first_new = state.blocks.size();
-  pool_.allocate(static_cast<int32_t>(num_append), state.blocks);
-  out.new_block_ids.assign(state.blocks.begin() + static_cast<std::ptrdiff_t>(first_new),
-                           state.blocks.end());
+  for (size_t g = 0; g < num_groups; ++g) {
+    std::vector<BlockId>& table = state.groups[g].blocks;
+    const size_t first_new = table.size();
+    pool_.allocate(static_cast<int32_t>(num_append), table);
+    std::vector<BlockId>& fresh =
+        g == 0 ? out.new_block_ids : out.other_groups_new_block_ids[g - 1];
+    fresh.assign(table.begin() + static_cast<std::ptrdiff_t>(first_new), table.end());
+  }
   return out;
 }
 
@@ -203,13 +268,17 @@ void KvManager::cache_blocks(const SequenceView& seq) {
   const int64_t num_known =
       std::min(seq.num_computed_tokens, static_cast<int64_t>(seq.token_ids.size()));
   const int64_t num_full =
-      std::min(num_known / config_.block_size, static_cast<int64_t>(state.blocks.size()));
+      std::min(num_known / config_.block_size, static_cast<int64_t>(state.groups[0].blocks.size()));
   if (num_full <= state.num_cached_blocks) return;
   extend_block_hashes(state.block_hashes, seq.token_ids, config_.block_size, num_full,
                       seq.cache_salt, seq.lora_id);
-  for (int64_t i = state.num_cached_blocks; i < num_full; ++i) {
-    if (state.blocks[i] == kNullBlockId) continue;        // released to the window (never computed)
-    pool_.cache(state.blocks[i], state.block_hashes[i]);  // false: a duplicate stays private
+  for (size_t g = 0; g < state.groups.size(); ++g) {
+    const std::vector<BlockId>& blocks = state.groups[g].blocks;
+    for (int64_t i = state.num_cached_blocks; i < num_full; ++i) {
+      if (blocks[i] == kNullBlockId) continue;  // released to the window (never computed)
+      // false: a duplicate stays private
+      pool_.cache(blocks[i], group_key(state.block_hashes[i], static_cast<int32_t>(g)));
+    }
   }
   state.num_cached_blocks = num_full;
 }
@@ -217,9 +286,11 @@ void KvManager::cache_blocks(const SequenceView& seq) {
 void KvManager::free(SeqId id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
-  std::vector<BlockId> blocks = held(it->second.blocks);
-  std::reverse(blocks.begin(), blocks.end());
-  pool_.free(blocks);
+  for (const GroupTable& t : it->second.groups) {
+    std::vector<BlockId> blocks = held(t.blocks);
+    std::reverse(blocks.begin(), blocks.end());
+    pool_.free(blocks);
+  }
   seqs_.erase(it);
 }
 
@@ -228,13 +299,15 @@ void KvManager::trim(SeqId id, int64_t num_blocks) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   SeqState& state = it->second;
-  if (num_blocks >= static_cast<int64_t>(state.blocks.size())) return;
+  if (num_blocks >= static_cast<int64_t>(state.groups[0].blocks.size())) return;
   PAGODA_CHECK_MSG(state.num_cached_blocks <= num_blocks, "trimming a prefix-cached block");
-  PAGODA_CHECK_MSG(state.num_released_blocks <= num_blocks, "trimming a released block");
-  std::vector<BlockId> tail(state.blocks.begin() + num_blocks, state.blocks.end());
-  std::reverse(tail.begin(), tail.end());
-  pool_.free(tail);
-  state.blocks.resize(static_cast<size_t>(num_blocks));
+  for (GroupTable& t : state.groups) {
+    PAGODA_CHECK_MSG(t.num_released_blocks <= num_blocks, "trimming a released block");
+    std::vector<BlockId> tail(t.blocks.begin() + num_blocks, t.blocks.end());
+    std::reverse(tail.begin(), tail.end());
+    pool_.free(tail);
+    t.blocks.resize(static_cast<size_t>(num_blocks));
+  }
   if (static_cast<int64_t>(state.block_hashes.size()) > num_blocks) {
     state.block_hashes.resize(static_cast<size_t>(num_blocks));
   }
@@ -246,26 +319,29 @@ Status KvManager::fork(const SequenceView& parent, SeqId child) {
   if (seqs_.count(child) != 0) return failed_precondition("fork: child {} already exists", child);
   const SeqState& p = it->second;
   const int64_t num_shared = num_blocks_for_tokens(parent.num_computed_tokens);
-  if (num_shared > static_cast<int64_t>(p.blocks.size())) {
+  if (num_shared > static_cast<int64_t>(p.groups[0].blocks.size())) {
     return failed_precondition("fork: parent {} table does not cover its computed tokens",
                                parent.id);
   }
   const int64_t num_full = std::min<int64_t>(parent.num_computed_tokens / config_.block_size,
                                              static_cast<int64_t>(p.block_hashes.size()));
   SeqState c;
-  c.blocks.assign(p.blocks.begin(), p.blocks.begin() + num_shared);
+  c.groups.resize(p.groups.size());
+  for (size_t g = 0; g < p.groups.size(); ++g) {
+    c.groups[g].blocks.assign(p.groups[g].blocks.begin(), p.groups[g].blocks.begin() + num_shared);
+    c.groups[g].num_released_blocks = std::min(p.groups[g].num_released_blocks, num_shared);
+    pool_.touch(held(c.groups[g].blocks));
+  }
   c.block_hashes.assign(p.block_hashes.begin(), p.block_hashes.begin() + num_full);
   c.num_cached_blocks = std::min(p.num_cached_blocks, num_full);
-  c.num_released_blocks = std::min(p.num_released_blocks, num_shared);
-  pool_.touch(held(c.blocks));
   seqs_.emplace(child, std::move(c));
   return Status();
 }
 
-std::span<const BlockId> KvManager::block_table(SeqId id) const {
+std::span<const BlockId> KvManager::block_table(SeqId id, int32_t group) const {
   auto it = seqs_.find(id);
-  if (it == seqs_.end()) return {};
-  return it->second.blocks;
+  if (it == seqs_.end() || group < 0 || group >= num_groups()) return {};
+  return it->second.groups[static_cast<size_t>(group)].blocks;
 }
 
 KvStats KvManager::stats() const {
@@ -292,30 +368,42 @@ Status KvManager::check_invariants() const {
   std::vector<SeqId> last_holder(pool_.num_blocks(), 0);
   std::vector<uint8_t> seen(pool_.num_blocks(), 0);
   for (const auto& [id, state] : seqs_) {
-    if (state.num_released_blocks > 0 && config_.sliding_window == 0) {
-      return internal_error("sequence {} released blocks without a sliding window", id);
+    if (state.groups.size() != windows_.size()) {
+      return internal_error("sequence {} has {} tables for {} groups", id, state.groups.size(),
+                            windows_.size());
     }
-    for (size_t i = 0; i < state.blocks.size(); ++i) {
-      const BlockId b = state.blocks[i];
-      const bool released = static_cast<int64_t>(i) < state.num_released_blocks;
-      if (released != (b == kNullBlockId)) {
-        return internal_error("sequence {} entry {} is block {} but {} released", id, i, b,
-                              released ? "was" : "was not");
+    for (size_t g = 0; g < state.groups.size(); ++g) {
+      const GroupTable& t = state.groups[g];
+      if (t.blocks.size() != state.groups[0].blocks.size()) {
+        return internal_error("sequence {} group {} table has {} entries, group 0 {}", id, g,
+                              t.blocks.size(), state.groups[0].blocks.size());
       }
-      if (released) continue;
-      if (b <= kNullBlockId || b >= pool_.num_blocks()) {
-        return internal_error("sequence {} holds bad block id {}", id, b);
+      if (t.num_released_blocks > 0 && windows_[g] == 0) {
+        return internal_error("sequence {} group {} released blocks without a sliding window", id,
+                              g);
       }
-      if (seen[b] && last_holder[b] == id) {
-        return internal_error("sequence {} holds block {} twice", id, b);
+      for (size_t i = 0; i < t.blocks.size(); ++i) {
+        const BlockId b = t.blocks[i];
+        const bool released = static_cast<int64_t>(i) < t.num_released_blocks;
+        if (released != (b == kNullBlockId)) {
+          return internal_error("sequence {} group {} entry {} is block {} but {} released", id, g,
+                                i, b, released ? "was" : "was not");
+        }
+        if (released) continue;
+        if (b <= kNullBlockId || b >= pool_.num_blocks()) {
+          return internal_error("sequence {} holds bad block id {}", id, b);
+        }
+        if (seen[b] && last_holder[b] == id) {
+          return internal_error("sequence {} holds block {} twice", id, b);
+        }
+        seen[b] = 1;
+        last_holder[b] = id;
+        ++holders[b];
       }
-      seen[b] = 1;
-      last_holder[b] = id;
-      ++holders[b];
     }
-    if (state.num_cached_blocks > static_cast<int64_t>(state.blocks.size())) {
+    if (state.num_cached_blocks > static_cast<int64_t>(state.groups[0].blocks.size())) {
       return internal_error("sequence {} claims {} cached blocks of {}", id,
-                            state.num_cached_blocks, state.blocks.size());
+                            state.num_cached_blocks, state.groups[0].blocks.size());
     }
   }
   for (BlockId b = 1; b < pool_.num_blocks(); ++b) {

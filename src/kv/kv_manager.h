@@ -19,6 +19,14 @@
 // window of its first uncomputed position: earlier ones may be evicted (see
 // get_computed_blocks). docs/design/sliding-window-kv.md.
 //
+// Hybrid models (KvManagerConfig::group_windows; vLLM's KV cache groups): layers with different
+// windows (Gemma 2/3: local and global layers) form groups, and a sequence has one table per
+// group over the one pool, all of the same length (entry i holds positions [i*bs, (i+1)*bs) for
+// that group's layers). Each group releases behind its own window (a full-attention group never
+// does); a prefix hit is the longest one valid in every group; a block's prefix-cache key is
+// the chain hash for group 0 and that hash keyed by the group for the others, so a group only
+// ever hits its own blocks. The runner addresses group g's layers through table g.
+//
 // Invariants (check_invariants() verifies them): each block's ref count equals the number of
 // block tables holding it; a table never holds a block twice; a table holds the null block only
 // in its leading entries released to the sliding window (never without a window); a table
@@ -46,6 +54,10 @@ struct KvManagerConfig {
   // Every layer's attention window in tokens (0: full attention somewhere: nothing is released).
   // 0..2^30.
   int32_t sliding_window = 0;
+  // Hybrid models: one entry per layer group, its window (0: full attention), each 0..2^30; at
+  // most kMaxGroups entries. Empty: one group with `sliding_window` (which must then be 0 when
+  // this is set).
+  std::vector<int32_t> group_windows = {};
 };
 
 // What the manager needs to know of a request; the caller owns the data (valid for the call).
@@ -61,14 +73,16 @@ struct SequenceView {
 // at least the last token is left to compute so the model produces logits). With a sliding
 // window, leading blocks no query of the sequence will read are kNullBlockId.
 struct PrefixHit {
-  std::vector<BlockId> blocks;          // blocks[i] holds tokens [i*block_size, (i+1)*block_size)
-  int64_t num_tokens = 0;               // blocks.size() * block_size
+  std::vector<BlockId> blocks;  // blocks[i] holds tokens [i*block_size, (i+1)*block_size)
+  std::vector<std::vector<BlockId>> other_groups;  // groups 1.. (hybrid), each like `blocks`
+  int64_t num_tokens = 0;                          // blocks.size() * block_size
   std::vector<BlockHash> block_hashes;  // chain hashes computed by the lookup, >= blocks.size()
 };
 
 struct SlotAllocation {
   std::vector<BlockId> new_block_ids;  // appended to the table this call, in table order
-  std::vector<BlockCopy> copies;       // copy-on-write: dst replaced src in the table
+  std::vector<std::vector<BlockId>> other_groups_new_block_ids;  // groups 1.. (hybrid)
+  std::vector<BlockCopy> copies;  // copy-on-write: dst replaced src in a table (any group)
 };
 
 struct KvStats {
@@ -85,6 +99,7 @@ struct KvStats {
 
 class KvManager {
  public:
+  static constexpr int32_t kMaxGroups = 8;
   // Validates the config (field names in the message).
   static Result<KvManager> create(const KvManagerConfig& config);
 
@@ -94,15 +109,20 @@ class KvManager {
   // Blocks needed to hold `num_tokens` tokens (ceil division).
   int64_t num_blocks_for_tokens(int64_t num_tokens) const;
   int32_t sliding_window() const { return config_.sliding_window; }
-  // The first block a query at position `pos` reads: 0 without a sliding window, else the block
-  // of max(0, pos - window + 1).
-  int64_t first_block_in_window(int64_t pos) const;
+  int32_t num_groups() const { return static_cast<int32_t>(windows_.size()); }
+  int32_t group_window(int32_t group) const { return windows_[static_cast<size_t>(group)]; }
+  // The first block a query of `group`'s layers at position `pos` reads: 0 without a window,
+  // else the block of max(0, pos - window + 1).
+  int64_t first_block_in_window(int64_t pos, int32_t group = 0) const;
   // The most blocks one sequence of `num_tokens` tokens holds at once when a step computes at
-  // most `max_step_tokens` of its positions (drafts included): all of them without a window,
-  // else at most ceil((window - 1 + max_step_tokens) / block_size) + 1.
+  // most `max_step_tokens` of its positions (drafts included), summed over the groups: per group
+  // all of them without a window, else at most ceil((window - 1 + max_step_tokens) /
+  // block_size) + 1.
   int64_t max_blocks_held(int64_t num_tokens, int64_t max_step_tokens) const;
-  // Blocks of the sequence's table that are not the null block (tests, stats).
+  // Blocks of the sequence's tables that are not the null block (tests, stats): all groups', or
+  // one group's.
   int64_t num_held_blocks(SeqId id) const;
+  int64_t num_held_blocks(SeqId id, int32_t group) const;
 
   // The cached prefix of seq.token_ids (empty when caching is off). Takes no references and
   // changes nothing: pass the result to allocate_slots() before anything else touches the pool.
@@ -145,7 +165,8 @@ class KvManager {
   Status fork(const SequenceView& parent, SeqId child);
 
   bool contains(SeqId id) const { return seqs_.count(id) != 0; }
-  std::span<const BlockId> block_table(SeqId id) const;  // empty for unknown ids
+  // Group `group`'s table (group 0: the only one without hybrid groups); empty for unknown ids.
+  std::span<const BlockId> block_table(SeqId id, int32_t group = 0) const;
   size_t num_sequences() const { return seqs_.size(); }
 
   KvStats stats() const;
@@ -156,19 +177,24 @@ class KvManager {
   Status check_invariants() const;
 
  private:
-  struct SeqState {
+  struct GroupTable {
     std::vector<BlockId> blocks;
+    int64_t num_released_blocks = 0;  // leading entries released to the window (null)
+  };
+  struct SeqState {
+    std::vector<GroupTable> groups;       // one per group, all of the same length
     std::vector<BlockHash> block_hashes;  // chain over the sequence's first full blocks
     int64_t num_cached_blocks = 0;        // leading blocks already offered to the cache
-    int64_t num_released_blocks = 0;      // leading entries released to the window (null)
   };
-  // Releases the blocks of `state` before the window of position `num_computed` (sliding
-  // window only).
+  // Releases the blocks of each group's table before its window of position `num_computed`.
   void release_outside_window(SeqState& state, int64_t num_computed);
+  // The prefix-cache key of chain hash `hash` in `group` (the hash itself for group 0).
+  static BlockHash group_key(const BlockHash& hash, int32_t group);
 
   explicit KvManager(const KvManagerConfig& config);
 
   KvManagerConfig config_;
+  std::vector<int32_t> windows_;  // per group (at least one)
   BlockPool pool_;
   std::unordered_map<SeqId, SeqState> seqs_;
   int64_t prefix_cache_queries_ = 0;

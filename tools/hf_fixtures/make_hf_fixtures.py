@@ -22,10 +22,12 @@ Writes under DIR:
   random/NAME           random-weight Mistral (BF16, head_dim != hidden/heads, linear RoPE
                         scaling), Qwen2 (F16, biases, tied embeddings, Qwen2 Split regex),
                         Mixtral (F32, 4 experts top-2, two shards), Llama-3 (F32, llama3 RoPE
-                        scaling, Llama-3 Split regex) and Qwen2 (F32, YaRN RoPE scaling), each
+                        scaling, Llama-3 Split regex), Qwen2 (F32, YaRN RoPE scaling) and
+                        Mistral with sliding_window 8 under 24 tokens (mistral-swa-f32), each
                         with reference.json: logits of a
                         token sequence computed here by an independent float64 PyTorch forward
-                        pass (RMSNorm, rotate-half RoPE, GQA, SwiGLU, MoE routing).
+                        pass (RMSNorm, rotate-half RoPE, GQA, sliding-window mask, SwiGLU, MoE
+                        routing).
 A stamp file DIR/.complete is written last.
 """
 import argparse
@@ -477,12 +479,15 @@ def apply_rope(x, positions, cfg):
 def reference_forward(cfg, W, tokens):
     """float64 logits [T, vocab] of a Llama/Mistral/Qwen2/Mixtral/Phi-3 decoder."""
     T = len(tokens)
-    assert T <= (cfg.get("sliding_window") or T), "the reference has no sliding window"
+    # Every layer's window (Mistral/Phi-3): position t sees s in (t - w, t], transformers' mask.
+    window = cfg.get("sliding_window") or 0
     H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
     x = W["model.embed_tokens.weight"][torch.tensor(tokens)]
     pos = torch.arange(T)
     mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    if window:
+        mask = mask + torch.full((T, T), float("-inf"), dtype=torch.float64).tril(-window)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
@@ -595,7 +600,7 @@ def random_checkpoint(out_dir, spec, vocab_tokens, seed):
         config["num_local_experts"] = experts
         config["num_experts_per_tok"] = spec["num_experts_per_tok"]
     if spec["arch"] == "MistralForCausalLM":
-        config["sliding_window"] = None
+        config["sliding_window"] = spec.get("sliding_window")
     write_json(os.path.join(out_dir, "config.json"), config)
 
     # Reference: the stored values in float64.
@@ -625,6 +630,13 @@ RANDOM_SPECS = {
                      "head_dim": 32, "intermediate_size": 160, "num_hidden_layers": 2,
                      "tie_word_embeddings": False, "rope_theta": 1000000.0,
                      "rope_scaling": {"type": "linear", "factor": 2.0}, "tokenizer": "spm"},
+    # Mistral 7B v0.1's form: sliding_window on every layer, here 8 tokens under a 24-token
+    # sequence, so the reference's mask cuts every row from the 9th on.
+    "mistral-swa-f32": {"arch": "MistralForCausalLM", "model_type": "mistral", "dtype": "F32",
+                        "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                        "intermediate_size": 128, "num_hidden_layers": 2,
+                        "tie_word_embeddings": False, "sliding_window": 8, "num_tokens": 24,
+                        "tokenizer": "spm", "seed": 3707},
     "qwen2-f16": {"arch": "Qwen2ForCausalLM", "model_type": "qwen2", "dtype": "F16",
                   "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 1,
                   "intermediate_size": 128, "num_hidden_layers": 2, "bias": True,

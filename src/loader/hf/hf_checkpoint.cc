@@ -346,6 +346,48 @@ Result<ModelConfig> model_config_from_hf(const format::HfConfig& hf, std::string
 
 namespace {
 
+// The window of the families that state one for every layer, as transformers applies it:
+// Phi-3, Mistral and Mixtral: `sliding_window` (null: none); Qwen2: `sliding_window` only with
+// `use_sliding_window`, on the layers from `max_window_layers` on (all of them, or none, are
+// what a single window can state; a split is refused by name). LlamaConfig has no window: a
+// stray `sliding_window` there is ignored, as transformers does. Gemma 2/3 (local and global
+// layers) are hf_families.cc's.
+Status uniform_window_from_hf(const format::HfConfig& hf, const ArchMap& map, ModelConfig& c) {
+  if (!hf.sliding_window) return Status();
+  const int64_t w = *hf.sliding_window;
+  const auto apply = [&]() -> Status {
+    if (w < 1 || w > L::kMaxContext) {
+      return invalid_argument("config.json: sliding_window {} is out of range [1, {}]", w,
+                              L::kMaxContext);
+    }
+    c.sliding_window = static_cast<int32_t>(w);
+    c.sliding_layers = model::SlidingLayers::kAll;
+    return Status();
+  };
+  if (map.arch == "phi3") return w > 0 ? apply() : Status();  // Phi-4: 0 or null
+  if (map.hf == "MistralForCausalLM" || map.hf == "MixtralForCausalLM") return apply();
+  const bool qwen = map.arch == "qwen2" || map.arch == "qwen2moe" || map.arch == "qwen3" ||
+                    map.arch == "qwen3moe";
+  if (!qwen || !hf.use_sliding_window.value_or(false)) return Status();
+  // Qwen2Config: layer i slides when i >= max_window_layers (default 28).
+  const int64_t first = hf.max_window_layers.value_or(28);
+  if (first < 0) {
+    return invalid_argument("config.json: max_window_layers {} is negative", first);
+  }
+  if (first >= c.num_layers) return Status();  // no layer slides
+  if (first > 0) {
+    return unimplemented(
+        "config.json: use_sliding_window with max_window_layers {} (layers {}..{} slide, the "
+        "first {} do not) is not supported: only every layer or none",
+        first, first, c.num_layers - 1, first);
+  }
+  if (map.arch != "qwen2") {
+    return unimplemented("config.json: use_sliding_window is not supported for {} (qwen2 has it)",
+                         map.arch);
+  }
+  return apply();
+}
+
 Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap& arch_map) {
   const ArchMap* map = &arch_map;
   ModelConfig c;
@@ -400,20 +442,7 @@ Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap&
         c.num_experts_used,
         required_count(hf.num_experts_per_tok, "num_experts_per_tok", L::kMaxExperts));
   }
-  if (map->arch == "phi3" && hf.sliding_window && *hf.sliding_window > 0) {
-    // Phi-3's window applies to every layer (configure_phi3), as in llama.cpp.
-    if (*hf.sliding_window > L::kMaxContext) {
-      return invalid_argument("config.json: sliding_window {} is out of range [1, {}]",
-                              *hf.sliding_window, L::kMaxContext);
-    }
-    c.sliding_window = static_cast<int32_t>(*hf.sliding_window);
-  } else if (hf.sliding_window && *hf.sliding_window > 0 && *hf.sliding_window < c.context_length &&
-             (map->arch == "llama" || hf.use_sliding_window.value_or(false))) {
-    PAGODA_LOG_WARN(
-        "config.json: sliding_window {} is not applied (full attention, as llama.cpp "
-        "does); outputs beyond {} tokens of context differ from the reference",
-        *hf.sliding_window, *hf.sliding_window);
-  }
+  PAGODA_RETURN_IF_ERROR(uniform_window_from_hf(hf, *map, c));
 
   PAGODA_RETURN_IF_ERROR(hf_family_config(hf, c));
   // Rope scaling before the arch's configure, which may depend on it (deepseek2's YaRN).

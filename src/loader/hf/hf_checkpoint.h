@@ -18,7 +18,9 @@
 //   (rotary_emb.inv_freq buffers are skipped; any other name is unimplemented.)
 //
 // Architectures: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM → "llama";
-// Qwen2ForCausalLM → "qwen2"; Phi3ForCausalLM → "phi3" (its sliding_window on every layer);
+// Qwen2ForCausalLM → "qwen2"; Phi3ForCausalLM → "phi3". sliding_window applies to every layer
+// for Phi-3, Mistral and Mixtral, and for Qwen2 with use_sliding_window and max_window_layers 0
+// (another max_window_layers below the depth is refused); LlamaForCausalLM ignores it;
 // the families in hf_families.h (Gemma 2, Qwen2-MoE, DeepSeek-V2) with their own names.
 // All run rotate-half (NEOX) RoPE on the weights as stored (HF q/k rows are not permuted the
 // way llama GGUF files are). rope_scaling linear → freq scale;

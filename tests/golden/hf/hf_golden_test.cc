@@ -225,8 +225,49 @@ double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::jso
   return worst;
 }
 
-const char* const kRandomDirs[] = {"mistral-bf16", "qwen2-f16",      "mixtral-f32",
-                                   "llama3-f32",   "qwen2-yarn-f32", "qwen3-f32"};
+// The same sequence as a 5-token prefill and then one token per step, in 4-token KV blocks: the
+// decode path (Gemma 3's 4-token window and local rope across blocks, routing of single tokens)
+// gives the reference's rows too. Max over rows of max |ours - ref| / std(ref row).
+double worst_ratio_token_by_token(const std::string& model_path, const nlohmann::json& ref) {
+  auto loaded = loader::load_model(model_path);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
+  if (!loaded.ok()) return INFINITY;
+  const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
+  const auto rows = ref["logits"].get<std::vector<std::vector<double>>>();
+  auto session = diagnostics::SequenceSession::create(
+      *loaded->model, static_cast<int32_t>(tokens.size()), tensor::DType::kF32, 4);
+  EXPECT_TRUE(session.ok()) << session.status().to_string();
+  if (!session.ok()) return INFINITY;
+  const size_t vocab = static_cast<size_t>(loaded->model->config().vocab_size);
+  std::vector<float> all, step;
+  constexpr size_t kPrefill = 5;
+  if (!session->feed(std::span(tokens).first(kPrefill), true, step).ok()) return INFINITY;
+  all = step;
+  for (size_t i = kPrefill; i < tokens.size(); ++i) {
+    const Status st = session->feed(std::span(tokens).subspan(i, 1), true, step);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (!st.ok()) return INFINITY;
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  EXPECT_EQ(all.size(), rows.size() * vocab);
+  if (all.size() != rows.size() * vocab) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    double mean = 0, var = 0, max_delta = 0;
+    for (double v : rows[i])
+      mean += v;
+    mean /= static_cast<double>(vocab);
+    for (double v : rows[i])
+      var += (v - mean) * (v - mean);
+    for (size_t j = 0; j < vocab; ++j)
+      max_delta = std::max(max_delta, std::fabs(all[i * vocab + j] - rows[i][j]));
+    worst = std::max(worst, max_delta / std::sqrt(var / static_cast<double>(vocab)));
+  }
+  return worst;
+}
+
+const char* const kRandomDirs[] = {"mistral-bf16",   "qwen2-f16", "mixtral-f32",    "llama3-f32",
+                                   "qwen2-yarn-f32", "qwen3-f32", "mistral-swa-f32"};
 
 class HfRandomTest : public ::testing::TestWithParam<const char*> {};
 
@@ -265,6 +306,94 @@ INSTANTIATE_TEST_SUITE_P(Dirs, HfRandomTest, ::testing::ValuesIn(kRandomDirs),
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+
+// ---- sliding_window from config.json ---------------------------------------------------------
+
+// A copy of random/`src_name` (weights linked) whose config.json has `edits` applied.
+fs::path edited_copy(const fs::path& root, const char* src_name, const nlohmann::json& edits,
+                     const std::string& tag) {
+  const fs::path src = root / "random" / src_name;
+  const fs::path dir = testing::scratch_dir() / (std::string(src_name) + "-" + tag);
+  fs::create_directories(dir);
+  nlohmann::json config = read_json(src / "config.json");
+  config.update(edits);
+  std::ofstream(dir / "config.json") << config.dump();
+  for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+    std::error_code ec;
+    fs::remove(dir / f, ec);
+    fs::create_symlink(src / f, dir / f);
+  }
+  return dir;
+}
+
+// Mistral's sliding_window (8, under 24 tokens) on every layer: prefill (HfRandomTest) and
+// token-by-token decode in 4-token blocks give the float64 reference's rows (whose mask cuts
+// rows 9..24); the converted GGUF states llama.attention.sliding_window. Without the window the
+// rows past 8 tokens differ far beyond the tolerance (the reference depends on the window).
+TEST(HfSlidingWindowTest, MistralWindowAppliesOnEveryLayer) {
+  REQUIRE_HF_FIXTURES(root);
+  const fs::path dir = root / "random/mistral-swa-f32";
+  const nlohmann::json ref = read_json(dir / "reference.json");
+  ASSERT_EQ(read_json(dir / "config.json")["sliding_window"], 8);
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  auto loaded = loader::load_model(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->model->config().uniform_sliding_window(), 8);
+  const double decoded = worst_ratio_token_by_token(dir.string(), ref);
+  EXPECT_LE(decoded, tol);
+  std::printf("mistral-swa token by token: max |dlogit|/std = %.4f (limit %.2f)\n", decoded, tol);
+
+  const fs::path full = edited_copy(root, "mistral-swa-f32", {{"sliding_window", nullptr}}, "full");
+  const double without = worst_ratio_vs_pytorch(full.string(), ref);
+  EXPECT_GT(without, 10 * tol);
+  std::printf("mistral-swa without its window: max |dlogit|/std = %.4f\n", without);
+
+  const fs::path out = testing::scratch_dir() / "mistral-swa-window-F32.gguf";
+  const auto r = testing::run_pagoda({"convert", dir.string(), out.string(), "--type", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto parsed = format::GgufFile::open(out.string());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  const format::GgufValue* w = (*parsed)->find("llama.attention.sliding_window");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->u, 8u);
+}
+
+// Qwen2's window needs use_sliding_window and slides from layer max_window_layers on: off, or
+// none of the 2 layers (max_window_layers 2), leaves the reference unchanged even with a 4-token
+// window; every layer (0) applies it (the 14-token reference then differs); a split is refused by
+// name, and so is a window of 0.
+TEST(HfSlidingWindowTest, Qwen2UseSlidingWindowAndMaxWindowLayers) {
+  REQUIRE_HF_FIXTURES(root);
+  const nlohmann::json ref = read_json(root / "random/qwen2-yarn-f32/reference.json");
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  const fs::path off = edited_copy(
+      root, "qwen2-yarn-f32",
+      {{"use_sliding_window", false}, {"sliding_window", 4}, {"max_window_layers", 0}}, "off");
+  EXPECT_LE(worst_ratio_vs_pytorch(off.string(), ref), tol);
+  const fs::path none = edited_copy(
+      root, "qwen2-yarn-f32",
+      {{"use_sliding_window", true}, {"sliding_window", 4}, {"max_window_layers", 2}}, "none");
+  EXPECT_LE(worst_ratio_vs_pytorch(none.string(), ref), tol);
+  const fs::path all = edited_copy(
+      root, "qwen2-yarn-f32",
+      {{"use_sliding_window", true}, {"sliding_window", 4}, {"max_window_layers", 0}}, "all");
+  auto loaded = loader::load_model(all.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->model->config().uniform_sliding_window(), 4);
+  EXPECT_GT(worst_ratio_vs_pytorch(all.string(), ref), 10 * tol);
+  const fs::path split = edited_copy(
+      root, "qwen2-yarn-f32",
+      {{"use_sliding_window", true}, {"sliding_window", 4}, {"max_window_layers", 1}}, "split");
+  auto refused = loader::load_model(split.string());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("max_window_layers 1"), std::string::npos)
+      << refused.status().to_string();
+  const fs::path bad = edited_copy(root, "mistral-swa-f32", {{"sliding_window", 0}}, "zero");
+  auto zero = loader::load_model(bad.string());
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("sliding_window 0 is out of range"), std::string::npos)
+      << zero.status().to_string();
+}
 
 // ---- tokenizer.json against the GGUF tokenizer of the same vocab --------------------------------
 
@@ -630,44 +759,13 @@ TEST_P(HfFamilyTest, MatchesPyTorchFloat64) {
   std::printf("dir %s: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir, worst, tol);
 }
 
-// The same sequence as a 5-token prefill and then one token per step, in 4-token KV blocks: the
-// decode path (Gemma 3's 4-token window and local rope across blocks, routing of single tokens)
-// gives the reference's rows too.
+// Token by token (worst_ratio_token_by_token).
 TEST_P(HfFamilyTest, DecodesTokenByToken) {
   REQUIRE_HF_FIXTURES(root);
   const fs::path dir = root / "random" / GetParam().dir;
   const nlohmann::json ref = read_json(dir / "reference.json");
   const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
-  auto loaded = loader::load_model(dir.string());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
-  const auto rows = ref["logits"].get<std::vector<std::vector<double>>>();
-  auto session = diagnostics::SequenceSession::create(
-      *loaded->model, static_cast<int32_t>(tokens.size()), tensor::DType::kF32, 4);
-  ASSERT_TRUE(session.ok()) << session.status().to_string();
-  const size_t vocab = static_cast<size_t>(loaded->model->config().vocab_size);
-  std::vector<float> all, step;
-  constexpr size_t kPrefill = 5;
-  ASSERT_TRUE(session->feed(std::span(tokens).first(kPrefill), true, step).ok());
-  all = step;
-  for (size_t i = kPrefill; i < tokens.size(); ++i) {
-    const Status st = session->feed(std::span(tokens).subspan(i, 1), true, step);
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    all.insert(all.end(), step.begin(), step.end());
-  }
-  ASSERT_EQ(all.size(), rows.size() * vocab);
-  double worst = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    double mean = 0, var = 0, max_delta = 0;
-    for (double v : rows[i])
-      mean += v;
-    mean /= static_cast<double>(vocab);
-    for (double v : rows[i])
-      var += (v - mean) * (v - mean);
-    for (size_t j = 0; j < vocab; ++j)
-      max_delta = std::max(max_delta, std::fabs(all[i * vocab + j] - rows[i][j]));
-    worst = std::max(worst, max_delta / std::sqrt(var / static_cast<double>(vocab)));
-  }
+  const double worst = worst_ratio_token_by_token(dir.string(), ref);
   EXPECT_LE(worst, tol) << GetParam().dir;
   std::printf("dir %s token by token: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir,
               worst, tol);

@@ -5,7 +5,9 @@
 // every operation it checks that every computed position of every live sequence reads back its
 // own token (so prefix hits, copy-on-write and eviction never hand out wrong data), that no
 // write lands in a shared block, that ref counts equal the number of tables holding a block,
-// and at the end that the pool is back to its initial state.
+// and at the end that the pool is back to its initial state. The hybrid variant runs layer
+// groups with their own windows (KvManagerConfig::group_windows): each group's table is written
+// and read back, null entries only behind that group's window.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -27,10 +29,13 @@ struct Seq {
 
 class Workout {
  public:
-  Workout(uint32_t seed, int32_t num_blocks, int32_t block_size)
+  Workout(uint32_t seed, int32_t num_blocks, int32_t block_size,
+          std::vector<int32_t> group_windows = {})
       : rng_(seed),
         bs_(block_size),
-        m_(std::move(KvManager::create(KvManagerConfig{num_blocks, block_size, true})).value()),
+        m_(std::move(KvManager::create(KvManagerConfig{num_blocks, block_size, true, 0,
+                                                       std::move(group_windows)}))
+               .value()),
         shadow_(static_cast<size_t>(num_blocks) * block_size, -1) {
     // A few shared "system prompts" so prefixes collide often.
     for (int p = 0; p < 3; ++p) {
@@ -104,10 +109,19 @@ class Workout {
     const int64_t remaining_before_hit = static_cast<int64_t>(s.tokens.size()) - s.computed;
     if (!s.admitted) {
       const PrefixHit hit = m_.get_computed_blocks(view(id));
-      // Every hit block must already hold exactly this sequence's tokens.
-      for (size_t i = 0; i < hit.blocks.size(); ++i) {
-        for (int32_t j = 0; j < bs_; ++j) {
-          ASSERT_EQ(shadow_[hit.blocks[i] * bs_ + j], s.tokens[i * bs_ + j]);
+      // Every hit block must already hold exactly this sequence's tokens; null only before the
+      // group's window of the hit's end.
+      for (int32_t g = 0; g < m_.num_groups(); ++g) {
+        const std::vector<BlockId>& blocks = g == 0 ? hit.blocks : hit.other_groups[g - 1];
+        ASSERT_EQ(blocks.size(), hit.blocks.size());
+        for (size_t i = 0; i < blocks.size(); ++i) {
+          if (blocks[i] == kNullBlockId) {
+            ASSERT_LT(static_cast<int64_t>(i), m_.first_block_in_window(hit.num_tokens, g));
+            continue;
+          }
+          for (int32_t j = 0; j < bs_; ++j) {
+            ASSERT_EQ(shadow_[blocks[i] * bs_ + j], s.tokens[i * bs_ + j]);
+          }
         }
       }
       const int64_t remaining = static_cast<int64_t>(s.tokens.size()) - hit.num_tokens;
@@ -148,12 +162,15 @@ class Workout {
       ++copies_;
     }
     Seq& s = seqs_.at(id);
-    const std::span<const BlockId> table = m_.block_table(id);
-    for (int64_t p = s.computed; p < s.computed + n; ++p) {
-      const BlockId b = table[p / bs_];
-      ASSERT_EQ(m_.pool().ref_count(b), 1) << "write into a shared block " << b;
-      ASSERT_FALSE(m_.pool().block_hash(b).has_value()) << "write into a cached block " << b;
-      shadow_[b * bs_ + p % bs_] = s.tokens[p];
+    for (int32_t g = 0; g < m_.num_groups(); ++g) {
+      const std::span<const BlockId> table = m_.block_table(id, g);
+      for (int64_t p = s.computed; p < s.computed + n; ++p) {
+        const BlockId b = table[p / bs_];
+        ASSERT_NE(b, kNullBlockId) << "write into a released entry, group " << g;
+        ASSERT_EQ(m_.pool().ref_count(b), 1) << "write into a shared block " << b;
+        ASSERT_FALSE(m_.pool().block_hash(b).has_value()) << "write into a cached block " << b;
+        shadow_[b * bs_ + p % bs_] = s.tokens[p];
+      }
     }
     s.computed += n;
   }
@@ -192,13 +209,23 @@ class Workout {
     // Independent ref counts: count table memberships ourselves.
     std::vector<int32_t> holders(m_.pool().num_blocks(), 0);
     for (const auto& [id, s] : seqs_) {
-      const std::span<const BlockId> table = m_.block_table(id);
-      ASSERT_GE(static_cast<int64_t>(table.size()) * bs_, s.computed);
-      for (const BlockId b : table)
-        ++holders[b];
-      for (int64_t p = 0; p < s.computed; ++p) {
-        ASSERT_EQ(shadow_[table[p / bs_] * bs_ + p % bs_], s.tokens[p])
-            << "sequence " << id << " position " << p;
+      for (int32_t g = 0; g < m_.num_groups(); ++g) {
+        const std::span<const BlockId> table = m_.block_table(id, g);
+        ASSERT_GE(static_cast<int64_t>(table.size()) * bs_, s.computed);
+        for (const BlockId b : table)
+          holders[b] += b != kNullBlockId ? 1 : 0;
+        // Every position the next query of this group reads holds its token; only blocks
+        // before that window may be released.
+        const int64_t first = m_.first_block_in_window(s.computed, g);
+        for (int64_t p = 0; p < s.computed; ++p) {
+          const BlockId b = table[p / bs_];
+          if (b == kNullBlockId) {
+            ASSERT_LT(p / bs_, first) << "sequence " << id << " group " << g << " position " << p;
+            continue;
+          }
+          ASSERT_EQ(shadow_[b * bs_ + p % bs_], s.tokens[p])
+              << "sequence " << id << " group " << g << " position " << p;
+        }
       }
     }
     for (BlockId b = 0; b < m_.pool().num_blocks(); ++b) {
@@ -233,6 +260,29 @@ TEST(KvRandom, ManySeedsKeepDataRefCountsAndThePoolConsistent) {
     total_copies += w.num_copies();
   }
   // The workload must actually exercise prefix hits and copy-on-write.
+  EXPECT_GT(total_hits, 0);
+  EXPECT_GT(total_copies, 0);
+}
+
+// Layer groups: a full group and one or two sliding groups (windows 1 to 2 blocks + 1), so
+// each group's tables, releases, per-group hits and copies are checked against the shadow.
+TEST(KvRandom, HybridGroupsKeepEveryGroupsDataAndThePoolConsistent) {
+  int64_t total_hits = 0;
+  int64_t total_copies = 0;
+  for (uint32_t seed = 0; seed < 150; ++seed) {
+    const int32_t block_size = 1 + static_cast<int32_t>(seed % 5);
+    const int32_t num_blocks = 8 + static_cast<int32_t>((seed * 7) % 60);
+    std::vector<int32_t> windows = {0, 1 + block_size * static_cast<int32_t>(seed % 3)};
+    if (seed % 4 == 1) windows.insert(windows.begin(), block_size + 1);
+    Workout w(seed, num_blocks, block_size, windows);
+    w.run(400);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "seed " << seed;
+      return;
+    }
+    total_hits += w.num_hit_tokens();
+    total_copies += w.num_copies();
+  }
   EXPECT_GT(total_hits, 0);
   EXPECT_GT(total_copies, 0);
 }

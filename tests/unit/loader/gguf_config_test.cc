@@ -1,4 +1,5 @@
-// GGUF metadata → ModelConfig (loader/gguf_config.h): RoPE scaling and its errors.
+// GGUF metadata → ModelConfig (loader/gguf_config.h): RoPE scaling and its errors, llama's
+// sliding window.
 #include "loader/gguf_config.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include "format/gguf_file.h"
 #include "format/gguf_writer.h"
+#include "model/arch/arch.h"
 
 namespace pagoda::loader {
 namespace {
@@ -32,6 +34,28 @@ Result<model::ModelConfig> gguf_config(
   auto file = format::GgufFile::parse(*bytes);
   if (!file.ok()) return file.status();
   return config_from_gguf(**file);
+}
+
+// llama.attention.sliding_window (what `pagoda convert` writes for Mistral's config.json window;
+// llama.cpp's converter writes none): the llama architecture applies it to every layer; without
+// it, none. qwen2 likewise.
+TEST(GgufModelConfigTest, LlamaSlidingWindowOnEveryLayer) {
+  using V = format::GgufWriteValue;
+  const model::ArchDef* llama = model::find_arch("llama");
+  ASSERT_NE(llama, nullptr);
+  auto c = gguf_config({{"llama.attention.sliding_window", V::u32(512)}});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ASSERT_TRUE(llama->configure(*c).ok());
+  EXPECT_EQ(c->layer_window(0), 512);
+  EXPECT_EQ(c->uniform_sliding_window(), 512);
+  auto none = gguf_config({});
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  ASSERT_TRUE(llama->configure(*none).ok());
+  EXPECT_EQ(none->uniform_sliding_window(), 0);
+  model::ModelConfig q = *c;
+  q.arch = "qwen2";
+  ASSERT_TRUE(model::find_arch("qwen2")->configure(q).ok());
+  EXPECT_EQ(q.uniform_sliding_window(), 512);
 }
 
 TEST(GgufModelConfigTest, YarnScaling) {

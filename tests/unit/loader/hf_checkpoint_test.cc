@@ -92,6 +92,64 @@ TEST(HfModelConfigTest, Phi3SlidingWindow) {
   EXPECT_NE(hc.status().message().find("sliding_window"), std::string::npos);
 }
 
+// The families' own rules for config.json's sliding_window (transformers' configs): Mistral and
+// Mixtral on every layer; LlamaConfig has none (ignored); Qwen2 only with use_sliding_window, from
+// layer max_window_layers on; the other Qwen families' use_sliding_window is refused by name.
+TEST(HfModelConfigTest, SlidingWindowPerFamily) {
+  const auto config = [](const std::string& arch, const std::string& extra) {
+    std::string text = kLlama;
+    text.replace(text.find("LlamaForCausalLM"), 16, arch);
+    text.replace(text.find("\"rope_scaling\": null"), 20, extra + R"(, "rope_scaling": null)");
+    auto hf = parse_hf_config(text);
+    EXPECT_TRUE(hf.ok());
+    return model_config_from_hf(*hf, nullptr);
+  };
+  auto mistral = config("MistralForCausalLM", R"("sliding_window": 512)");
+  ASSERT_TRUE(mistral.ok()) << mistral.status().to_string();
+  EXPECT_EQ(mistral->layer_window(0), 512);
+  EXPECT_EQ(mistral->uniform_sliding_window(), 512);
+  auto mistral_null = config("MistralForCausalLM", R"("sliding_window": null)");
+  ASSERT_TRUE(mistral_null.ok());
+  EXPECT_EQ(mistral_null->uniform_sliding_window(), 0);
+  auto mixtral =
+      config("MixtralForCausalLM",
+             R"("sliding_window": 64, "num_local_experts": 4, "num_experts_per_tok": 2)");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status().to_string();
+  EXPECT_EQ(mixtral->uniform_sliding_window(), 64);
+  auto llama = config("LlamaForCausalLM", R"("sliding_window": 512)");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(llama->uniform_sliding_window(), 0);
+  auto negative = config("MistralForCausalLM", R"("sliding_window": -4)");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("sliding_window -4 is out of range"),
+            std::string::npos);
+
+  auto qwen_off = config("Qwen2ForCausalLM", R"("sliding_window": 512, "max_window_layers": 0)");
+  ASSERT_TRUE(qwen_off.ok()) << qwen_off.status().to_string();
+  EXPECT_EQ(qwen_off->uniform_sliding_window(), 0);
+  auto qwen_all =
+      config("Qwen2ForCausalLM",
+             R"("sliding_window": 512, "use_sliding_window": true, "max_window_layers": 0)");
+  ASSERT_TRUE(qwen_all.ok()) << qwen_all.status().to_string();
+  EXPECT_EQ(qwen_all->uniform_sliding_window(), 512);
+  auto qwen_default =
+      config("Qwen2ForCausalLM", R"("sliding_window": 512, "use_sliding_window": true)");
+  ASSERT_TRUE(qwen_default.ok());  // max_window_layers 28 >= 2 layers: none slides
+  EXPECT_EQ(qwen_default->layer_window(1), 0);
+  auto qwen_split =
+      config("Qwen2ForCausalLM",
+             R"("sliding_window": 512, "use_sliding_window": true, "max_window_layers": 1)");
+  ASSERT_FALSE(qwen_split.ok());
+  EXPECT_NE(qwen_split.status().message().find("max_window_layers 1"), std::string::npos);
+  auto qwen3 = config(
+      "Qwen3ForCausalLM",
+      R"("sliding_window": 512, "use_sliding_window": true, "max_window_layers": 0, "head_dim": 64)");
+  ASSERT_FALSE(qwen3.ok());
+  EXPECT_NE(qwen3.status().message().find("use_sliding_window is not supported for qwen3"),
+            std::string::npos)
+      << qwen3.status().to_string();
+}
+
 TEST(HfModelConfigTest, YarnScaling) {
   std::string text = kLlama;
   text.replace(text.find("\"rope_scaling\": null"), 20,
