@@ -314,7 +314,8 @@ Result<ModelConfig> shard_config(const ModelConfig& full, int32_t rank, int32_t 
         full.arch, full.num_heads, size);
   }
   // MoE models may mix in dense layers (DeepSeek's leading ones, Qwen-MoE's mlp_only_layers):
-  // those split like any FFN (feed_forward_length), the MoE layers by whole experts.
+  // those split like any FFN (feed_forward_length); the MoE layers split every expert's width, or
+  // keep whole experts per rank under expert parallelism.
   const bool dense_ffn =
       full.num_experts == 0 || full.leading_dense_layers > 0 || !full.dense_layers.empty();
   if (full.num_experts > 0) {
