@@ -328,6 +328,14 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
+  // Blocks behind a window every layer uses are released (the draft model's catch-up may read
+  // positions behind the target's window: not with one). A hybrid model (local and global
+  // layers) keeps two KV groups instead: a table each, the local layers' released behind the
+  // window, the two groups' layers sharing arrays (model::kv_layout).
+  const bool release_window =
+      config.release_blocks_outside_window && !mc.encoder && !e->draft_.model;
+  const int32_t hybrid_window = release_window ? mc.hybrid_sliding_window() : 0;
+  const bool kv_groups = hybrid_window > 0;
   if (e->draft_.model) {
     // One block id = a target block and a draft block: split the budget by their sizes.
     PAGODA_ASSIGN_OR_RETURN(
@@ -340,9 +348,15 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
         static_cast<uint64_t>(static_cast<double>(budget) * static_cast<double>(target_block) /
                               static_cast<double>(target_block + draft_block));
   }
-  PAGODA_ASSIGN_OR_RETURN(int64_t num_blocks, runner::ModelRunner::blocks_for_memory(
-                                                  mc, target_budget, config.block_size, kv_dtype));
-  const int64_t blocks_per_seq = (max_model_len + config.block_size - 1) / config.block_size;
+  PAGODA_ASSIGN_OR_RETURN(int64_t num_blocks,
+                          runner::ModelRunner::blocks_for_memory(
+                              mc, target_budget, config.block_size, kv_dtype, kv_groups));
+  int64_t blocks_per_seq = (max_model_len + config.block_size - 1) / config.block_size;
+  if (kv_groups) {  // the local group's table holds at most its window's blocks
+    const int64_t span = int64_t{hybrid_window} - 1 + config.max_num_batched_tokens;
+    blocks_per_seq +=
+        std::min<int64_t>(blocks_per_seq, (span + config.block_size - 1) / config.block_size + 1);
+  }
   const int64_t cap = std::max<int32_t>(config.max_num_seqs, 1) * blocks_per_seq + 1;
   const bool capped = num_blocks > cap;
   num_blocks = std::min<int64_t>({num_blocks, cap, INT32_MAX});
@@ -359,6 +373,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   rc.block_size = config.block_size;
   rc.kv_dtype = kv_dtype;
   rc.flash_attention = config.flash_attention;
+  rc.kv_groups = kv_groups;
   e->grammars_ = std::make_shared<structured::GrammarCache>(
       structured::TokenTable::create(*e->loaded_.tokenizer, mc.vocab_size));
   rc.grammars = e->grammars_;
@@ -393,12 +408,18 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
-  PAGODA_ASSIGN_OR_RETURN(
-      const uint64_t block_bytes,
-      backend::KvStorage::bytes_per_block(model::kv_layout(mc), config.block_size, kv_dtype));
+  PAGODA_ASSIGN_OR_RETURN(const uint64_t block_bytes,
+                          backend::KvStorage::bytes_per_block(model::kv_layout(mc, kv_groups),
+                                                              config.block_size, kv_dtype));
   e->kv_bytes_per_token_ =
       static_cast<double>(block_bytes) / static_cast<double>(config.block_size);
   std::string per_token = fmt::format("{:.0f} bytes per token", e->kv_bytes_per_token_);
+  if (kv_groups) {
+    per_token += fmt::format(
+        " per layer group: the global layers' blocks, plus the local layers' within their {}-token "
+        "window",
+        hybrid_window);
+  }
   if (mc.mla()) {
     e->kv_bytes_per_token_mha_ = model::mha_kv_bytes_per_token(mc, kv_dtype);
     per_token += fmt::format(" as the MLA latent, vs {:.0f} for the equivalent MHA cache, {:.1f}x",
@@ -435,11 +456,8 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   cc.scheduler.kv.num_blocks = static_cast<int32_t>(num_blocks);
   cc.scheduler.kv.block_size = config.block_size;
   cc.scheduler.kv.enable_prefix_caching = config.enable_prefix_caching && !mc.encoder;
-  // Blocks behind a window every layer uses are released (the draft model's catch-up may read
-  // positions behind the target's window: not with one).
-  if (config.release_blocks_outside_window && !mc.encoder && !e->draft_.model) {
-    cc.scheduler.kv.sliding_window = mc.uniform_sliding_window();
-  }
+  if (release_window) cc.scheduler.kv.sliding_window = mc.uniform_sliding_window();
+  if (kv_groups) cc.scheduler.kv.group_windows = {0, hybrid_window};
   if (!spec.method.empty()) {
     cc.scheduler.speculative.num_speculative_tokens = spec.num_speculative_tokens;
     cc.scheduler.speculative.disable_batch_tokens = spec.disable_batch_tokens;

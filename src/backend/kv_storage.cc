@@ -1,5 +1,7 @@
 #include "backend/kv_storage.h"
 
+#include <algorithm>
+
 #include "base/checked_math.h"
 
 namespace pagoda::backend {
@@ -30,11 +32,30 @@ Result<uint64_t> layer_block_bytes(const KvLayout& c, int32_t block_size, tensor
 
 }  // namespace
 
+int32_t KvLayout::num_arrays() const {
+  if (layer_array.empty()) return num_layers;
+  int32_t n = 0;
+  for (int32_t a : layer_array)
+    n = std::max(n, a + 1);
+  return n;
+}
+
 Result<uint64_t> KvStorage::bytes_per_block(const KvLayout& c, int32_t block_size,
                                             tensor::DType dtype) {
   PAGODA_ASSIGN_OR_RETURN(uint64_t per_layer, layer_block_bytes(c, block_size, dtype));
-  auto total = checked_mul<uint64_t>(
-      per_layer, static_cast<uint64_t>(c.arrays_per_layer()) * static_cast<uint64_t>(c.num_layers));
+  if (!c.layer_array.empty()) {
+    if (c.layer_array.size() != static_cast<size_t>(c.num_layers)) {
+      return invalid_argument("KV layout maps {} layers to arrays, the model has {}",
+                              c.layer_array.size(), c.num_layers);
+    }
+    for (int32_t a : c.layer_array) {
+      if (a < 0 || a >= c.num_layers) {
+        return invalid_argument("KV layout's array {} is outside [0, {})", a, c.num_layers);
+      }
+    }
+  }
+  auto total = checked_mul<uint64_t>(per_layer, static_cast<uint64_t>(c.arrays_per_layer()) *
+                                                    static_cast<uint64_t>(c.num_arrays()));
   if (!total) return out_of_range("KV block size overflows");
   return *total;
 }
@@ -60,31 +81,35 @@ Result<KvStorage> KvStorage::create(Backend& backend, const KvLayout& c, int64_t
   s.values_in_keys_ = c.values_in_keys;
   s.num_blocks_ = num_blocks;
   s.block_size_ = block_size;
+  s.num_arrays_ = c.num_arrays();
   const uint64_t array_bytes = per_layer * static_cast<uint64_t>(num_blocks);
   const uint64_t arrays = static_cast<uint64_t>(c.arrays_per_layer());
   for (int32_t l = 0; l < c.num_layers; ++l) {
+    const auto a =
+        static_cast<uint64_t>(c.layer_array.empty() ? l : c.layer_array[static_cast<size_t>(l)]);
     kernels::KvLayerView v;
     v.dtype = dtype;
     v.block_size = block_size;
     v.n_kv_heads = c.num_kv_heads;
     v.head_dim = c.head_dim;
     v.num_blocks = num_blocks;
-    v.k = s.memory_->data() + (arrays * static_cast<uint64_t>(l)) * array_bytes;
-    v.v = c.values_in_keys ? v.k
-                           : s.memory_->data() + (2 * static_cast<uint64_t>(l) + 1) * array_bytes;
+    v.k = s.memory_->data() + (arrays * a) * array_bytes;
+    v.v = c.values_in_keys ? v.k : s.memory_->data() + (2 * a + 1) * array_bytes;
     s.layers_.push_back(v);
   }
   return s;
 }
 
 void KvStorage::copy_block(int32_t src, int32_t dst) {
+  // Every K (and V) array once: arrays lie back to back, each num_blocks blocks long.
   const uint64_t n = block_bytes_per_layer_;
-  for (auto& layer : layers_) {
-    auto* k = static_cast<uint8_t*>(layer.k);
-    auto* v = static_cast<uint8_t*>(layer.v);
-    backend_->copy(k + static_cast<uint64_t>(dst) * n, k + static_cast<uint64_t>(src) * n, n);
-    if (values_in_keys_) continue;
-    backend_->copy(v + static_cast<uint64_t>(dst) * n, v + static_cast<uint64_t>(src) * n, n);
+  const uint64_t array_bytes = n * static_cast<uint64_t>(num_blocks_);
+  const uint64_t count = static_cast<uint64_t>(num_arrays_) * (values_in_keys_ ? 1 : 2);
+  uint8_t* base = memory_->data();
+  for (uint64_t a = 0; a < count; ++a) {
+    uint8_t* array = base + a * array_bytes;
+    backend_->copy(array + static_cast<uint64_t>(dst) * n, array + static_cast<uint64_t>(src) * n,
+                   n);
   }
 }
 

@@ -29,13 +29,18 @@ struct KvLayout {
   // [rope key | latent] row per token and attends to it in latent space (model/blocks/
   // mla_attention_block.h). Otherwise separate K and V arrays.
   bool values_in_keys = false;
+  // Layers sharing arrays (hybrid models' KV groups, model::kv_layout): layer l's K/V live in
+  // array layer_array[l]; empty: one array (pair) per layer. Every index < num_layers.
+  std::vector<int32_t> layer_array = {};
 
   int32_t arrays_per_layer() const { return values_in_keys ? 1 : 2; }
+  // The distinct (K, V) array pairs: num_layers, or 1 + the largest layer_array entry.
+  int32_t num_arrays() const;
 };
 
 class KvStorage {
  public:
-  // Bytes one block takes across all layers (K and V, or K alone with values_in_keys).
+  // Bytes one block takes across all arrays (K and V, or K alone with values_in_keys).
   // invalid_argument names head_dim when the dtype cannot hold it (q8_0 needs a multiple of 32),
   // unimplemented for other dtypes.
   static Result<uint64_t> bytes_per_block(const KvLayout& layout, int32_t block_size,
@@ -49,7 +54,7 @@ class KvStorage {
   int32_t block_size() const { return block_size_; }
   uint64_t total_bytes() const { return memory_->size(); }
 
-  // Copies every layer's K/V of block `src` into block `dst` (copy-on-write).
+  // Copies every array's K/V of block `src` into block `dst` (copy-on-write).
   void copy_block(int32_t src, int32_t dst);
 
  private:
@@ -57,6 +62,7 @@ class KvStorage {
   std::unique_ptr<DeviceBuffer> memory_;
   uint64_t block_bytes_per_layer_ = 0;  // one of K or V, one layer, one block
   bool values_in_keys_ = false;
+  int32_t num_arrays_ = 0;  // distinct (K, V) array pairs (KvLayout::num_arrays)
   int64_t num_blocks_ = 0;
   int32_t block_size_ = 0;
   std::vector<kernels::KvLayerView> layers_;

@@ -19,6 +19,12 @@ Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
   if (config.max_model_len < 0) {
     return invalid_argument("max_model_len must be >= 0, got {}", config.max_model_len);
   }
+  // A plan entry carries two tables (step::ScheduledRequest: the full-attention layers' and the
+  // sliding-window layers').
+  if (config.kv.group_windows.size() > 2 ||
+      (config.kv.group_windows.size() == 2 && config.kv.group_windows[0] != 0)) {
+    return invalid_argument("kv group_windows must be empty or {{0, window}}");
+  }
   const SpeculativeSchedulingConfig& spec = config.speculative;
   if (spec.num_speculative_tokens < 0 || spec.num_speculative_tokens > 64 ||
       spec.num_speculative_tokens >= config.max_num_batched_tokens) {
@@ -348,6 +354,10 @@ step::StepPlan Scheduler::schedule() {
     s.num_draft_tokens = static_cast<int32_t>(c.num_drafts);
     const std::span<const kv::BlockId> table = kv_.block_table(r->id_);
     s.block_table.assign(table.begin(), table.end());
+    if (kv_.num_groups() > 1) {
+      const std::span<const kv::BlockId> sliding = kv_.block_table(r->id_, 1);
+      s.sliding_block_table.assign(sliding.begin(), sliding.end());
+    }
     s.new_block_ids = std::move(c.alloc.new_block_ids);
     plan.block_copies.insert(plan.block_copies.end(), c.alloc.copies.begin(), c.alloc.copies.end());
     s.is_new = c.is_new;

@@ -255,6 +255,8 @@ Result<ModelConfig> stage_layers(const ModelConfig& full, int32_t stage, int32_t
   if (stage != num_stages - 1) w.output = kernels::WeightView{};  // (nothing loads it here)
   ModelConfig c = full;
   c.num_layers = count;
+  c.first_layer = first;
+  c.total_layers = full.num_layers;
   return c;
 }
 

@@ -18,6 +18,15 @@ struct SequenceSlice {
   // The LoRA adapter this sequence runs (model/lora.h), or null for the base model. Must outlive
   // the forward pass and have been checked against the model (validate_lora_adapter).
   const LoraAdapter* lora = nullptr;
+  // Hybrid models whose KV cache keeps a table per layer group (kv::KvManagerConfig::
+  // group_windows, model::kv_layout's kv_groups): the sliding-window layers' table (entries
+  // before the window may be the null block), as long as block_table; empty otherwise. Required
+  // when the cache's layers share arrays.
+  std::span<const int32_t> sliding_block_table = {};
+  // The table a layer with attention window `window` (0: full) reads and writes.
+  std::span<const int32_t> table_for(int32_t window) const {
+    return window > 0 && !sliding_block_table.empty() ? sliding_block_table : block_table;
+  }
 };
 
 // A KV block copied to another (copy-on-write) before a step.

@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -46,10 +48,20 @@ std::string resident_memory() {
   return out;
 }
 
+// Whether layers share K arrays (a hybrid model's KV groups: model::kv_layout's kv_groups).
+bool layers_share_arrays(std::span<const kernels::KvLayerView> kv_layers) {
+  std::vector<const void*> keys;
+  for (const auto& kv : kv_layers)
+    keys.push_back(kv.k);
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) != keys.end();
+}
+
 // The id rank 0 names a KV cache by in its step messages (its first layer's K storage).
 KvCacheShape cache_shape(std::span<const kernels::KvLayerView> kv_layers) {
   const kernels::KvLayerView& kv = kv_layers[0];
-  return KvCacheShape{reinterpret_cast<uint64_t>(kv.k), kv.num_blocks, kv.block_size, kv.dtype};
+  return KvCacheShape{reinterpret_cast<uint64_t>(kv.k), kv.num_blocks, kv.block_size, kv.dtype,
+                      layers_share_arrays(kv_layers)};
 }
 
 // Collective over the model's peers: every rank's {weight bytes, KV cache bytes}, in rank order.
@@ -110,13 +122,14 @@ Status Model::run_worker() {
     auto it = caches.find(shape.id);
     if (it != caches.end() && (it->second.num_blocks() != shape.num_blocks ||
                                it->second.block_size() != shape.block_size ||
-                               it->second.layers()[0].dtype != shape.dtype)) {
+                               it->second.layers()[0].dtype != shape.dtype ||
+                               layers_share_arrays(it->second.layers()) != shape.kv_groups)) {
       caches.erase(it);  // rank 0 made a new cache where an old one was
       it = caches.end();
     }
     if (it == caches.end()) {
-      auto storage = backend::KvStorage::create(backend_, kv_layout(), shape.num_blocks,
-                                                shape.block_size, shape.dtype);
+      auto storage = backend::KvStorage::create(backend_, kv_layout(shape.kv_groups),
+                                                shape.num_blocks, shape.block_size, shape.dtype);
       if (!storage.ok()) comm.abort(1, "KV cache: " + std::string(storage.status().message()));
       std::fprintf(stderr, "pagoda: rank %d/%d: %.1f MiB of weights, %.1f MiB of KV cache\n",
                    tp.rank, tp.size, static_cast<double>(weight_bytes()) / (1 << 20),
@@ -171,8 +184,25 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
       return invalid_argument("negative position at batch row {}", i);
     }
   }
+  // Layers sharing arrays (a hybrid model's KV groups) hold the two groups' blocks apart only
+  // through the two tables: every sequence must bring its sliding-window table.
+  const bool grouped = layers_share_arrays(kv_layers);
   size_t covered = 0;
   for (const auto& seq : batch.sequences) {
+    if (grouped && seq.sliding_block_table.empty()) {
+      return invalid_argument(
+          "the KV cache keeps hybrid layer groups but a sequence has no sliding-window table");
+    }
+    if (!seq.sliding_block_table.empty() &&
+        seq.sliding_block_table.size() != seq.block_table.size()) {
+      return invalid_argument("a sequence's sliding-window table has {} entries, its table {}",
+                              seq.sliding_block_table.size(), seq.block_table.size());
+    }
+    for (int32_t b : seq.sliding_block_table) {
+      if (!kv_layers.empty() && (b < 0 || b >= kv_layers[0].num_blocks)) {
+        return invalid_argument("block id {} is outside the KV cache", b);
+      }
+    }
     if (seq.num_tokens <= 0 || seq.token_begin < 0 ||
         static_cast<size_t>(seq.token_begin) != covered ||
         static_cast<size_t>(seq.token_begin) + static_cast<size_t>(seq.num_tokens) > n) {

@@ -22,8 +22,12 @@ class Model {
   const ModelConfig& config() const { return config_; }
   // The device the weights live on and forward passes run on; KV storage for this model is
   // allocated there too (backend::KvStorage::create(model.backend(), model.kv_layout(), ...)).
+  // kv_groups: a hybrid model's layer groups share arrays (model::kv_layout; then every forward
+  // pass gives each sequence its sliding_block_table).
   backend::Backend& backend() const { return backend_; }
-  backend::KvLayout kv_layout() const { return model::kv_layout(config_); }
+  backend::KvLayout kv_layout(bool kv_groups = false) const {
+    return model::kv_layout(config_, kv_groups);
+  }
   // Bytes of weights this process holds in memory it owns (the backend's copies; a shard's
   // under tensor parallelism), for the startup report. 0 when unknown.
   virtual uint64_t weight_bytes() const { return 0; }

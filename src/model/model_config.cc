@@ -181,4 +181,17 @@ double mha_kv_bytes_per_token(const ModelConfig& c, tensor::DType dtype) {
   return static_cast<double>(c.num_layers) * c.num_heads * (c.head_dim + c.value_dim()) * per_value;
 }
 
+backend::KvLayout kv_layout(const ModelConfig& c, bool kv_groups) {
+  if (c.mla()) return backend::KvLayout{c.num_layers, 1, c.rope_dims + c.kv_lora_rank, true};
+  backend::KvLayout layout{c.num_layers, c.num_kv_heads, c.head_dim};
+  if (kv_groups && c.hybrid_sliding_window() > 0) {
+    int32_t count[2] = {0, 0};
+    for (int32_t l = 0; l < c.num_layers; ++l) {
+      int32_t& n = count[c.kv_group(l)];
+      layout.layer_array.push_back(n++);
+    }
+  }
+  return layout;
+}
+
 }  // namespace pagoda::model

@@ -56,6 +56,11 @@ struct ModelConfig {
   std::string arch;  // "llama", "qwen2"
   std::string name;  // general.name, for display
   int32_t num_layers = 0;
+  // A pipeline stage (stage_layers) holds the model's layers [first_layer, first_layer +
+  // num_layers) of total_layers; the whole model: 0 and 0 (then model_layers() == num_layers).
+  // layer_window() and the sliding-window queries below take the model's layer index.
+  int32_t first_layer = 0;
+  int32_t total_layers = 0;
   int32_t hidden_dim = 0;  // embedding_length
   int32_t num_heads = 0;
   int32_t num_kv_heads = 0;
@@ -163,16 +168,35 @@ struct ModelConfig {
         return 0;
     }
   }
-  // The window every layer attends through (the paged cache may release blocks behind it), or
-  // 0 when some layer sees the whole causal context.
+  int32_t model_layers() const { return total_layers > 0 ? total_layers : num_layers; }
+  // The window every layer of the model attends through (the paged cache may release blocks
+  // behind it), or 0 when some layer sees the whole causal context.
   int32_t uniform_sliding_window() const {
     int32_t w = 0;
-    for (int32_t l = 0; l < num_layers; ++l) {
+    for (int32_t l = 0; l < model_layers(); ++l) {
       const int32_t lw = layer_window(l);
       if (lw == 0) return 0;
       w = std::max(w, lw);
     }
     return w;
+  }
+  // Hybrid models (Gemma 2/3): the window of the local layers when some of the model's layers
+  // attend through it and others the whole causal context, else 0. The paged cache then keeps
+  // two layer groups (KV group 0: full attention, 1: the window; kv_group()).
+  int32_t hybrid_sliding_window() const {
+    bool full = false;
+    int32_t w = 0;
+    for (int32_t l = 0; l < model_layers(); ++l) {
+      const int32_t lw = layer_window(l);
+      full = full || lw == 0;
+      w = std::max(w, lw);
+    }
+    return full ? w : 0;
+  }
+  // The KV group of this config's layer `layer` (0-based within num_layers): 1 for a local layer
+  // of a hybrid model, else 0.
+  int32_t kv_group(int32_t layer) const {
+    return hybrid_sliding_window() > 0 && layer_window(first_layer + layer) > 0 ? 1 : 0;
   }
   int32_t expert_ffn() const { return expert_ffn_dim > 0 ? expert_ffn_dim : ffn_dim; }
   int32_t value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
@@ -201,10 +225,13 @@ Status validate_config(const ModelConfig& config);
 // What the KV cache holds per block for a model of this config (backend::KvStorage): K and V
 // rows of num_kv_heads x head_dim, or for MLA one row per token of rope_dims + kv_lora_rank (the
 // rope key and the latent, read as keys and values: model/blocks/mla_attention_block.h).
-inline backend::KvLayout kv_layout(const ModelConfig& c) {
-  if (c.mla()) return backend::KvLayout{c.num_layers, 1, c.rope_dims + c.kv_lora_rank, true};
-  return backend::KvLayout{c.num_layers, c.num_kv_heads, c.head_dim};
-}
+//
+// `kv_groups` (hybrid models whose steps carry a table per KV group: SequenceSlice::
+// sliding_block_table): the layers of the two groups share arrays (layer l uses array "index of
+// l among its group's layers"), so a block costs max(group sizes) layers' bytes, and a block id,
+// which belongs to one group at a time, names the same bytes in every layer of that group (vLLM's
+// hybrid allocator layout). Ignored for other models.
+backend::KvLayout kv_layout(const ModelConfig& c, bool kv_groups = false);
 
 // KV bytes per token of the equivalent multi-head attention model, whose cache holds every
 // head's key (head_dim) and value (value_dim) in every layer, in `dtype` (f32 4, f16/bf16 2,

@@ -68,6 +68,7 @@ std::vector<uint8_t> encode_step(StepOp op, const KvCacheShape& kv, const Forwar
   w.put<int64_t>(kv.num_blocks);
   w.put<int32_t>(kv.block_size);
   w.put<uint32_t>(static_cast<uint32_t>(kv.dtype));
+  w.put<uint8_t>(kv.kv_groups ? 1 : 0);
   w.put<uint8_t>(batch.flash_attention ? 1 : 0);
   w.put<uint64_t>(batch.tokens.size());
   w.put_array(batch.tokens.data(), batch.tokens.size());
@@ -81,6 +82,8 @@ std::vector<uint8_t> encode_step(StepOp op, const KvCacheShape& kv, const Forwar
     w.put<int32_t>(s.num_tokens);
     w.put<uint64_t>(s.block_table.size());
     w.put_array(s.block_table.data(), s.block_table.size());
+    w.put<uint64_t>(s.sliding_block_table.size());
+    w.put_array(s.sliding_block_table.data(), s.sliding_block_table.size());
   }
   w.put<uint64_t>(batch.block_copies.size());
   for (const KvBlockCopy& c : batch.block_copies) {
@@ -120,6 +123,9 @@ Result<StepMessage> decode_step(std::span<const uint8_t> bytes) {
     }
   }
   if (!known) return invalid_argument("step message: kv dtype {} is not a KV cache type", dtype);
+  PAGODA_ASSIGN_OR_RETURN(uint8_t groups, r.get<uint8_t>("kv_groups"));
+  if (groups > 1) return invalid_argument("step message: kv_groups byte {}", groups);
+  m.kv.kv_groups = groups != 0;
   PAGODA_ASSIGN_OR_RETURN(uint8_t flash, r.get<uint8_t>("flash_attention"));
   if (flash > 1) return invalid_argument("step message: flash_attention byte {}", flash);
   m.batch.flash_attention = flash != 0;
@@ -131,19 +137,23 @@ Result<StepMessage> decode_step(std::span<const uint8_t> bytes) {
   PAGODA_RETURN_IF_ERROR(r.get_array("logit_rows", nr, m.logit_rows));
   PAGODA_ASSIGN_OR_RETURN(uint64_t ns, r.get<uint64_t>("sequences count"));
   if (ns > nt) return invalid_argument("step message: {} sequences for {} tokens", ns, nt);
-  std::vector<std::pair<size_t, size_t>> table_ranges;  // offsets into m.tables
+  // Offsets into m.tables: each sequence's table, then its sliding-window table.
+  std::vector<std::pair<size_t, size_t>> table_ranges;
+  std::vector<int32_t> table;
   for (uint64_t i = 0; i < ns; ++i) {
     SequenceSlice s;
     PAGODA_ASSIGN_OR_RETURN(s.token_begin, r.get<int32_t>("sequence token_begin"));
     PAGODA_ASSIGN_OR_RETURN(s.num_tokens, r.get<int32_t>("sequence num_tokens"));
-    PAGODA_ASSIGN_OR_RETURN(uint64_t nb, r.get<uint64_t>("block_table count"));
-    std::vector<int32_t> table;
-    PAGODA_RETURN_IF_ERROR(r.get_array("block_table", nb, table));
-    if (m.tables.size() + table.size() > kMaxCount) {
-      return invalid_argument("step message: block tables too long");
+    for (const char* name : {"block_table", "sliding_block_table"}) {
+      PAGODA_ASSIGN_OR_RETURN(uint64_t nb, r.get<uint64_t>(name));
+      table.clear();
+      PAGODA_RETURN_IF_ERROR(r.get_array(name, nb, table));
+      if (m.tables.size() + table.size() > kMaxCount) {
+        return invalid_argument("step message: block tables too long");
+      }
+      table_ranges.emplace_back(m.tables.size(), table.size());
+      m.tables.insert(m.tables.end(), table.begin(), table.end());
     }
-    table_ranges.emplace_back(m.tables.size(), table.size());
-    m.tables.insert(m.tables.end(), table.begin(), table.end());
     m.sequences.push_back(s);
   }
   PAGODA_ASSIGN_OR_RETURN(uint64_t nc, r.get<uint64_t>("block_copies count"));
@@ -154,9 +164,12 @@ Result<StepMessage> decode_step(std::span<const uint8_t> bytes) {
   for (size_t i = 0; i + 1 < pairs.size(); i += 2)
     m.copies.push_back(KvBlockCopy{pairs[i], pairs[i + 1]});
   if (!r.done()) return invalid_argument("step message: trailing bytes");
+  const std::span<const int32_t> tables(m.tables);
   for (size_t i = 0; i < m.sequences.size(); ++i) {
-    m.sequences[i].block_table =
-        std::span<const int32_t>(m.tables).subspan(table_ranges[i].first, table_ranges[i].second);
+    const auto& [begin, count] = table_ranges[2 * i];
+    const auto& [sliding_begin, sliding_count] = table_ranges[2 * i + 1];
+    m.sequences[i].block_table = tables.subspan(begin, count);
+    m.sequences[i].sliding_block_table = tables.subspan(sliding_begin, sliding_count);
   }
   m.batch.tokens = m.tokens;
   m.batch.positions = m.positions;

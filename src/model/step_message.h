@@ -1,6 +1,6 @@
 // StepMessage: what rank 0 of a tensor-parallel job sends the other ranks before each forward
 // pass, so they run the same pass on their shards: the ForwardBatch (tokens, positions, every
-// sequence's slice and block table, logit rows, block copies) and the shape of the KV cache it
+// sequence's slice and block tables, logit rows, block copies) and the shape of the KV cache it
 // runs against (the other ranks keep a cache of that shape per id: same blocks, their own KV
 // heads). One flat little-endian byte string, decoded with every count checked against the
 // bytes present before anything is allocated (a peer is trusted no more than a file).
@@ -30,6 +30,8 @@ struct KvCacheShape {
   int64_t num_blocks = 0;
   int32_t block_size = 0;
   tensor::DType dtype = tensor::DType::kF16;
+  // A hybrid model's layer groups share arrays (model::kv_layout's kv_groups).
+  bool kv_groups = false;
 };
 
 // A decoded message: owning arrays, and `batch` whose spans point into them.

@@ -15,9 +15,12 @@ namespace pagoda::runner {
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
                                                          const RunnerConfig& config) {
+  if (config.kv_groups && config.draft_model != nullptr) {
+    return invalid_argument("hybrid KV groups do not run with a draft model");
+  }
   PAGODA_ASSIGN_OR_RETURN(KvStorage storage,
-                          KvStorage::create(model.backend(), model.kv_layout(), config.num_blocks,
-                                            config.block_size, config.kv_dtype));
+                          KvStorage::create(model.backend(), model.kv_layout(config.kv_groups),
+                                            config.num_blocks, config.block_size, config.kv_dtype));
   std::unique_ptr<ModelRunner> runner(new ModelRunner(model, std::move(storage), config));
   runner->pace_drafts_ = config.pace_drafts;
   runner->pacing_ = config.pacing;
@@ -44,9 +47,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(model::Model& model,
 }
 
 Result<int64_t> ModelRunner::blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
-                                               int32_t block_size, tensor::DType dtype) {
-  PAGODA_ASSIGN_OR_RETURN(uint64_t per_block,
-                          KvStorage::bytes_per_block(model::kv_layout(config), block_size, dtype));
+                                               int32_t block_size, tensor::DType dtype,
+                                               bool kv_groups) {
+  PAGODA_ASSIGN_OR_RETURN(
+      uint64_t per_block,
+      KvStorage::bytes_per_block(model::kv_layout(config, kv_groups), block_size, dtype));
   const uint64_t n = bytes / per_block;
   if (n < 2) {
     return resource_exhausted("{} bytes of KV memory hold {} blocks of {} tokens; need at least 2",
@@ -59,6 +64,7 @@ ModelRunner::ModelRunner(model::Model& model, KvStorage storage, const RunnerCon
     : model_(model),
       storage_(std::move(storage)),
       flash_attention_(config.flash_attention),
+      kv_groups_(config.kv_groups),
       grammars_(config.grammars),
       loras_(config.loras) {}
 
@@ -223,6 +229,8 @@ Result<int64_t> ModelRunner::warm_up(int32_t num_tokens, int32_t num_logit_rows)
   slices_[0].token_begin = 0;
   slices_[0].num_tokens = static_cast<int32_t>(t);
   slices_[0].block_table = table;
+  // (Hybrid KV groups: both groups' layers write the same blocks; nothing here is read later.)
+  if (kv_groups_) slices_[0].sliding_block_table = table;
   PAGODA_RETURN_IF_ERROR(forward_step());
   return t;
 }
@@ -260,6 +268,7 @@ Result<step::StepOutput> ModelRunner::execute(const step::StepPlan& plan) {
     slice.token_begin = static_cast<int32_t>(tokens_.size());
     slice.num_tokens = static_cast<int32_t>(entry.token_ids.size());
     slice.block_table = entry.block_table;
+    slice.sliding_block_table = entry.sliding_block_table;
     if (entry.lora_id != 0) {
       std::shared_ptr<const model::LoraAdapter> adapter =
           loras_ ? loras_->find(entry.lora_id) : nullptr;

@@ -28,6 +28,9 @@ struct RunnerConfig {
   int32_t block_size = 16;
   tensor::DType kv_dtype = tensor::DType::kF16;
   bool flash_attention = false;  // ForwardBatch::flash_attention for every step
+  // A hybrid model's KV groups (model::kv_layout's kv_groups): its local and global layers share
+  // arrays and every plan entry brings its sliding_block_table. Not with a draft model.
+  bool kv_groups = false;
   // Compiled constraints for SamplingParams::structured; null: a constrained request fails.
   std::shared_ptr<structured::GrammarCache> grammars;
   // Prompt-lookup speculative decoding: set, every sampled request gets draft proposals
@@ -54,7 +57,8 @@ class ModelRunner final : public step::Executor {
 
   // How many blocks of `block_size` tokens fit in `bytes` of KV memory.
   static Result<int64_t> blocks_for_memory(const model::ModelConfig& config, uint64_t bytes,
-                                           int32_t block_size, tensor::DType dtype);
+                                           int32_t block_size, tensor::DType dtype,
+                                           bool kv_groups = false);
 
   Result<step::StepOutput> execute(const step::StepPlan& plan) override;
 
@@ -133,6 +137,7 @@ class ModelRunner final : public step::Executor {
   model::Model& model_;
   KvStorage storage_;
   bool flash_attention_;
+  bool kv_groups_;
   std::shared_ptr<structured::GrammarCache> grammars_;
   std::unique_ptr<Proposer> proposer_;  // null: no speculation
   bool pace_drafts_ = false;

@@ -12,7 +12,8 @@
 //    fork parent). A table holds the null block 0 only in leading entries whose positions no
 //    query of this step reads: with a sliding window on every layer (kv::KvManagerConfig::
 //    sliding_window), blocks wholly before position num_computed_tokens - window + 1 are
-//    released to the pool.
+//    released to the pool. A hybrid model's local layers (sliding_block_table) likewise; its
+//    global layers' block_table never holds the null block.
 //  - block_copies must be executed in order, before the forward pass: copy every slot of every
 //    layer from src to dst (copy-on-write of a block shared after a fork).
 //  - num_samples > 0 exactly when the chunk reaches the newest known token, i.e. the entry
@@ -52,6 +53,11 @@ struct ScheduledRequest {
   std::vector<TokenId> token_ids;          // tokens to compute now
   std::vector<kv::BlockId> block_table;    // the whole table after this step's allocation
   std::vector<kv::BlockId> new_block_ids;  // appended to the table in this step (in order)
+  // Hybrid models (kv::KvManagerConfig::group_windows = {0, window}): the sliding-window layers'
+  // table (KV group 1), as long as block_table, its entries before the window of position
+  // num_computed_tokens possibly the null block; block_table is then the full-attention layers'.
+  // Empty for other models.
+  std::vector<kv::BlockId> sliding_block_table = {};
   // First step since admission, resumption or fork: the runner (re)builds its per-request
   // state (sampler, penalties) from history_token_ids.
   bool is_new = false;

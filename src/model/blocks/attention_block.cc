@@ -32,10 +32,10 @@ void paged_attend(const ModelConfig& c, int32_t window, const ForwardBatch& batc
   for (const SequenceSlice& seq : batch.sequences) {
     const int64_t b = seq.token_begin;
     const int32_t* pos = batch.positions.data() + b;
-    kernels::kv_cache_write(kv, seq.block_table, pos, seq.num_tokens, k + b * kv_dim,
-                            v + b * kv_dim);
-    seqs.push_back(kernels::AttentionSequence{q + b * q_dim, attn + b * q_dim, pos, seq.num_tokens,
-                                              seq.block_table});
+    const std::span<const int32_t> table = seq.table_for(window);
+    kernels::kv_cache_write(kv, table, pos, seq.num_tokens, k + b * kv_dim, v + b * kv_dim);
+    seqs.push_back(
+        kernels::AttentionSequence{q + b * q_dim, attn + b * q_dim, pos, seq.num_tokens, table});
   }
   kernels::paged_attention_batch(seqs, kv, params);
 }

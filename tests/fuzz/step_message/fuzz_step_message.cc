@@ -22,6 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const SequenceSlice& s : b.sequences) {
     for (int32_t id : s.block_table)
       g_sink = g_sink + id;
+    for (int32_t id : s.sliding_block_table)
+      g_sink = g_sink + id;
   }
   for (const KvBlockCopy& c : b.block_copies)
     g_sink = g_sink + c.src + c.dst;

@@ -29,7 +29,10 @@
 //  2. the engine: 16 concurrent greedy requests (some n = 2, shared prefixes, chunked prefill)
 //     through pagoda::Engine split (-np 2: TP=2, then PP=2 with micro-batches, and TP=2 on
 //     arch/deepseek2-Q8_0, whose KV bytes per token must stay the whole latent row while the
-//     equivalent MHA figure halves; -np 4: TP=2 x PP=2): token-identical to one process.
+//     equivalent MHA figure halves, and PP=2 on arch/gemma2-Q8_0, whose local and global
+//     layers keep two KV groups sharing arrays: each step message carries the local table,
+//     each stage maps its own layers to arrays; -np 4: TP=2 x PP=2): token-identical to one
+//     process.
 // Exits 0 when every check passes; a failure makes rank 0 end the job non-zero.
 #include <chrono>
 #include <cmath>
@@ -314,7 +317,8 @@ int main(int argc, char** argv) {
                     {engine_name, 1, 2},
                     {"arch/deepseek2-Q8_0", 2, 1},
                     {"moe-Q8_0", 2, 1},
-                    {.name = "moe-Q8_0", .tp = 2, .pp = 1, .ep = true}};
+                    {.name = "moe-Q8_0", .tp = 2, .pp = 1, .ep = true},
+                    {"arch/gemma2-Q8_0", 1, 2}};
   } else {
     for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "arch/deepseek2-Q8_0"})
       logit_loads.push_back({m, 2, 2});

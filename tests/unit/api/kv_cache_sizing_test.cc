@@ -179,5 +179,62 @@ TEST(KvCacheSizing, MlaQ8_0NeedsRowsOf32) {
             3u * 16 * 18 * 34);
 }
 
+// A hybrid model (Gemma 2: local layers 0, 2, 4, global 1, 3; one stage of a pipeline too):
+// with KV groups the layers of the two groups share arrays, index within the group, so a block
+// costs max(local, global) layers' bytes; copy_block copies every array once.
+TEST(KvCacheSizing, HybridGroupsShareArrays) {
+  model::ModelConfig c = config_with_head_dim(32);
+  c.num_layers = 5;
+  c.sliding_window = 8;
+  c.sliding_layers = model::SlidingLayers::kEven;
+  EXPECT_EQ(c.hybrid_sliding_window(), 8);
+  EXPECT_EQ(c.uniform_sliding_window(), 0);
+  const backend::KvLayout plain = model::kv_layout(c), grouped = model::kv_layout(c, true);
+  EXPECT_TRUE(plain.layer_array.empty());
+  EXPECT_EQ(grouped.layer_array, (std::vector<int32_t>{0, 0, 1, 1, 2}));
+  EXPECT_EQ(grouped.num_arrays(), 3);
+  const uint64_t f16 = *backend::KvStorage::bytes_per_block(plain, 16, tensor::DType::kF16);
+  EXPECT_EQ(*backend::KvStorage::bytes_per_block(grouped, 16, tensor::DType::kF16), f16 / 5 * 3);
+  EXPECT_EQ(*runner::ModelRunner::blocks_for_memory(c, f16 * 30, 16, tensor::DType::kF16, true),
+            50);
+
+  auto kv = backend::KvStorage::create(backend::cpu_backend(), grouped, 4, 16, tensor::DType::kF16);
+  ASSERT_TRUE(kv.ok()) << kv.status().to_string();
+  const auto layers = kv->layers();
+  EXPECT_EQ(layers[0].k, layers[1].k);  // local 0 and global 1: array 0
+  EXPECT_EQ(layers[2].v, layers[3].v);
+  EXPECT_NE(layers[0].k, layers[2].k);
+  EXPECT_NE(layers[0].k, layers[0].v);
+  EXPECT_EQ(kv->total_bytes(), 4 * f16 / 5 * 3);
+  // Every array's block 1 copied into block 2, nothing else touched.
+  const uint64_t block = f16 / 5 / 2;  // one layer's K (or V) of one block
+  auto* base = static_cast<uint8_t*>(layers[0].k);
+  for (uint64_t i = 0; i < kv->total_bytes(); ++i)
+    base[i] = static_cast<uint8_t>(i * 7 + 1);
+  std::vector<uint8_t> before(base, base + kv->total_bytes());
+  kv->copy_block(1, 2);
+  for (uint64_t a = 0; a < 6; ++a) {  // 3 K arrays and 3 V arrays of 4 blocks
+    for (uint64_t b = 0; b < 4; ++b) {
+      for (uint64_t j = 0; j < block; ++j) {
+        const uint64_t at = (a * 4 + b) * block + j;
+        const uint64_t from = b == 2 ? (a * 4 + 1) * block + j : at;
+        ASSERT_EQ(base[at], before[from]) << "array " << a << " block " << b;
+      }
+    }
+  }
+
+  // A pipeline stage holding layers 2..4 of the five: its own layers map to its own arrays.
+  model::ModelConfig stage = c;
+  stage.num_layers = 3;
+  stage.first_layer = 2;
+  stage.total_layers = 5;
+  EXPECT_EQ(stage.hybrid_sliding_window(), 8);
+  EXPECT_EQ(model::kv_layout(stage, true).layer_array, (std::vector<int32_t>{0, 0, 1}));
+  // Every layer local: not hybrid, no groups (the uniform window releases for all of them).
+  c.sliding_layers = model::SlidingLayers::kAll;
+  EXPECT_EQ(c.hybrid_sliding_window(), 0);
+  EXPECT_TRUE(model::kv_layout(c, true).layer_array.empty());
+}
+
 }  // namespace
 }  // namespace pagoda::api

@@ -100,6 +100,10 @@ class FakeExecutor : public step::Executor {
   std::atomic<int64_t> delay_us{0};
   int32_t num_proposed_drafts = 0;  // drafts proposed per sample (0: none)
   int32_t window = 0;               // the model's sliding window on every layer (0: none)
+  // A hybrid model (KV groups {full, group_window}: plan entries bring sliding_block_table): its
+  // local layers' K/V are written through that table too, and every query reads its window back
+  // through it (it must hold the same tokens as the full layers' table); 0: no such layers.
+  int32_t group_window = 0;
   // Called with every plan before it runs (the Harness checks it against the scheduler).
   std::function<void(const step::StepPlan&)> on_plan;
 
@@ -151,6 +155,13 @@ class FakeExecutor : public step::Executor {
             << "request " << s.id << " writes a slot of block " << b << " written in this step";
         tokens_[b * bs_ + p % bs_] = s.token_ids[i];
         positions_[b * bs_ + p % bs_] = p;
+        if (group_window == 0) continue;
+        // The local layers' copy (a block id belongs to one group at a time).
+        const kv::BlockId g = s.sliding_block_table[static_cast<size_t>(p / bs_)];
+        EXPECT_TRUE(written.insert(int64_t{g} * bs_ + p % bs_).second)
+            << "request " << s.id << " writes a slot of local block " << g << " twice in a step";
+        tokens_[g * bs_ + p % bs_] = s.token_ids[i];
+        positions_[g * bs_ + p % bs_] = p;
       }
     }
     step::StepOutput out;
@@ -163,6 +174,14 @@ class FakeExecutor : public step::Executor {
         const size_t slot = s.block_table[static_cast<size_t>(p / bs_)] * bs_ + p % bs_;
         EXPECT_EQ(positions_[slot], p) << "request " << s.id << " reads a stale slot";
         context[static_cast<size_t>(p)] = tokens_[slot];
+      }
+      // The local layers read the window of the step's first query through their own table.
+      for (int64_t p = group_window == 0 ? end : first_read(s.num_computed_tokens, group_window);
+           p < end; ++p) {
+        const size_t slot = s.sliding_block_table[static_cast<size_t>(p / bs_)] * bs_ + p % bs_;
+        EXPECT_EQ(positions_[slot], p) << "request " << s.id << " reads a stale local slot";
+        EXPECT_EQ(tokens_[slot], context[static_cast<size_t>(p)])
+            << "request " << s.id << " local and global layers disagree at " << p;
       }
       step::SampledTokens st;
       st.id = s.id;
@@ -216,10 +235,11 @@ class FakeExecutor : public step::Executor {
     }
   }
 
-  // The first position a query at `pos` reads.
-  int64_t first_read(int64_t pos) const {
-    return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+  // The first position a query at `pos` reads through window `w`.
+  static int64_t first_read(int64_t pos, int32_t w) {
+    return w > 0 ? std::max<int64_t>(0, pos - w + 1) : 0;
   }
+  int64_t first_read(int64_t pos) const { return first_read(pos, window); }
 
   // The StepPlan invariants that need only the plan.
   void check_plan(const step::StepPlan& plan) const {
@@ -238,6 +258,19 @@ class FakeExecutor : public step::Executor {
            i < s.block_table.size(); ++i) {
         EXPECT_NE(s.block_table[i], kv::kNullBlockId)
             << "request " << s.id << " entry " << i << " at " << s.num_computed_tokens;
+      }
+      if (group_window > 0) {
+        EXPECT_EQ(s.sliding_block_table.size(), s.block_table.size()) << "request " << s.id;
+        for (size_t i = 0; i < s.sliding_block_table.size(); ++i) {
+          const bool in_window =
+              static_cast<int64_t>(i) >= first_read(s.num_computed_tokens, group_window) / bs_;
+          if (in_window) {
+            EXPECT_NE(s.sliding_block_table[i], kv::kNullBlockId)
+                << "request " << s.id << " local entry " << i << " at " << s.num_computed_tokens;
+          }
+        }
+      } else {
+        EXPECT_TRUE(s.sliding_block_table.empty());
       }
       if (s.is_new) {
         EXPECT_GE(static_cast<int64_t>(s.history_token_ids.size()), end);

@@ -48,6 +48,7 @@ class Harness {
       : scheduler_(std::move(Scheduler::create(config)).value()),
         executor_(config.kv.num_blocks, config.kv.block_size) {
     executor_.window = config.kv.sliding_window;
+    if (config.kv.group_windows.size() == 2) executor_.group_window = config.kv.group_windows[1];
     executor_.on_plan = [this](const step::StepPlan& plan) {
       check_plan(plan);
       if (during_step) during_step(plan);

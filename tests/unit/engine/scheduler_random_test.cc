@@ -10,7 +10,9 @@
 // The sliding-window variant gives the model a small window on every layer: blocks behind it are
 // released while requests run (the FakeExecutor reads only the window, and fails on a released
 // block a query still reads), prefix hits may skip evicted blocks before the window, and each
-// request holds no more than KvManager::max_blocks_held.
+// request holds no more than KvManager::max_blocks_held. The hybrid variant gives the model
+// local and global layers (two KV groups): the FakeExecutor writes both tables and reads the
+// local window back through the local one, which must hold what the global table holds.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -35,7 +37,8 @@ struct Tally {
   int64_t released = 0;  // steps in which some running request had released blocks
 };
 
-void workout(uint32_t seed, Tally& tally, bool speculative = false, bool sliding = false) {
+void workout(uint32_t seed, Tally& tally, bool speculative = false, bool sliding = false,
+             bool hybrid = false) {
   std::mt19937 rng(seed);
   SchedulerConfig cfg;
   cfg.kv.block_size = 1 + static_cast<int32_t>(rng() % 8);
@@ -55,6 +58,7 @@ void workout(uint32_t seed, Tally& tally, bool speculative = false, bool sliding
     num_proposed = 1 + static_cast<int32_t>(rng() % 8);
   }
   if (sliding) cfg.kv.sliding_window = 1 + static_cast<int32_t>(rng() % 12);
+  if (hybrid) cfg.kv.group_windows = {0, 1 + static_cast<int32_t>(rng() % 12)};
   Harness h(cfg);
   h.executor().num_proposed_drafts = num_proposed;
   Scheduler& s = h.scheduler();
@@ -79,6 +83,12 @@ void workout(uint32_t seed, Tally& tally, bool speculative = false, bool sliding
       if (!cfg.enable_chunked_prefill) {
         limit = std::min<int64_t>(limit,
                                   cfg.max_num_batched_tokens - static_cast<int64_t>(prompt.size()));
+      }
+      // Hybrid: both groups' blocks must fit (the scheduler's admission rule).
+      while (hybrid && limit >= 1 &&
+             s.kv().max_blocks_held(static_cast<int64_t>(prompt.size()) + limit,
+                                    cfg.max_num_batched_tokens) > cfg.kv.num_blocks - 1) {
+        --limit;
       }
       ++added;
       if (limit < 1) continue;  // would be rejected: covered by the unit tests
@@ -151,7 +161,9 @@ void workout(uint32_t seed, Tally& tally, bool speculative = false, bool sliding
                 s.kv().num_blocks_for_tokens(req->num_tokens()))
           << "seed " << seed << ": request " << id << " keeps blocks past its tokens";
       const int64_t held = s.kv().num_held_blocks(id);
-      any_released |= held < static_cast<int64_t>(s.kv().block_table(id).size());
+      const int32_t local = s.kv().num_groups() - 1;  // the windowed group, if any
+      any_released |= s.kv().num_held_blocks(id, local) <
+                      static_cast<int64_t>(s.kv().block_table(id, local).size());
       ASSERT_LE(held, s.kv().max_blocks_held(req->num_tokens(), cfg.max_num_batched_tokens))
           << "seed " << seed << ": request " << id << " holds blocks behind its window";
     }
@@ -213,6 +225,25 @@ TEST(SchedulerRandom, SlidingWindowReleasesBlocksAndKeepsReferenceOutputs) {
   Tally tally;
   for (uint32_t seed = 0; seed < 300; ++seed) {
     workout(seed, tally, /*speculative=*/seed % 2 == 1, /*sliding=*/true);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "first failing seed " << seed;
+      return;
+    }
+  }
+  EXPECT_GT(tally.released, 0);
+  EXPECT_GT(tally.preemptions, 0);
+  EXPECT_GT(tally.hits, 0);
+  EXPECT_GT(tally.copies, 0);
+  EXPECT_GT(tally.accepted, 0);
+  std::printf("steps with released blocks %lld, hit tokens %lld, preemptions %lld, copies %lld\n",
+              static_cast<long long>(tally.released), static_cast<long long>(tally.hits),
+              static_cast<long long>(tally.preemptions), static_cast<long long>(tally.copies));
+}
+
+TEST(SchedulerRandom, HybridGroupsReleaseLocalBlocksAndKeepReferenceOutputs) {
+  Tally tally;
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    workout(seed, tally, /*speculative=*/seed % 2 == 1, /*sliding=*/false, /*hybrid=*/true);
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "first failing seed " << seed;
       return;

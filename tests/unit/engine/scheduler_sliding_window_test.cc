@@ -96,5 +96,93 @@ TEST(SchedulerSlidingWindow, PrefixHitsAfterEvictionKeepReferenceOutputs) {
   }
 }
 
+// A hybrid model (Gemma 2/3: local layers with a window, global layers without; two KV groups,
+// each plan entry carrying the local layers' table beside the global one): the same 4,096-token
+// generation holds at most 512 / 16 + 2 blocks in the local group at every step, while the
+// global group keeps the whole sequence, in a pool that could not hold both groups' whole
+// tables. The FakeExecutor writes every token through both tables and reads each query's window
+// back through the local one (a released block still read fails the test).
+TEST(SchedulerSlidingWindow, HybridLocalGroupHoldsTheWindowOfBlocks) {
+  constexpr int32_t kWindow = 512, kBlock = 16, kTokens = 4096;
+  // Global group: (100 + 4096) / 16 = 263 blocks at the end; local group: at most
+  // ceil((511 + 64) / 16) + 1 = 37; both whole tables would need 526.
+  SchedulerConfig cfg = testing::small_config(311, kBlock, 64, 4);
+  cfg.kv.group_windows = {0, kWindow};
+  Harness h(cfg);
+  StopParams stop;
+  stop.ignore_eos = true;
+  const RequestId id = h.add(testing::make_prompt(100, 3), kTokens, 1, 0, stop);
+  int64_t peak_local = 0, peak_global = 0;
+  h.during_step = [&](const step::StepPlan& plan) {
+    for (const step::ScheduledRequest& s : plan.requests) {
+      ASSERT_EQ(s.sliding_block_table.size(), s.block_table.size());
+      const auto held = [](const std::vector<kv::BlockId>& t) {
+        return static_cast<int64_t>(
+            std::count_if(t.begin(), t.end(), [](kv::BlockId b) { return b != kv::kNullBlockId; }));
+      };
+      EXPECT_EQ(held(s.block_table), static_cast<int64_t>(s.block_table.size()));
+      peak_local = std::max(peak_local, held(s.sliding_block_table));
+      peak_global = std::max(peak_global, held(s.block_table));
+    }
+  };
+  h.run_to_completion();
+  EXPECT_EQ(h.result(id).outputs.size(), static_cast<size_t>(kTokens));
+  h.expect_reference_outputs();
+  EXPECT_LE(peak_local, kWindow / kBlock + 2);
+  EXPECT_GE(peak_local, kWindow / kBlock);
+  EXPECT_EQ(peak_global, (100 + kTokens - 1 + kBlock - 1) / kBlock);
+  std::printf("local group peak %lld blocks (bound %d), global group %lld\n",
+              static_cast<long long>(peak_local), kWindow / kBlock + 2,
+              static_cast<long long>(peak_global));
+  h.expect_pool_idle();
+
+  // Without the local window both groups keep every block: the request does not fit.
+  cfg.kv.group_windows = {0, 0};
+  auto s = Scheduler::create(cfg);
+  ASSERT_TRUE(s.ok());
+  NewRequest r;
+  r.prompt_token_ids = testing::make_prompt(100, 3);
+  r.stop.max_tokens = kTokens;
+  EXPECT_FALSE(s->add_request(std::move(r)).ok());
+}
+
+// Prefix hits of a hybrid model: a hit needs the global group's blocks from the start and the
+// local group's inside the window; outputs equal prefix caching off.
+TEST(SchedulerSlidingWindow, HybridPrefixHitsKeepReferenceOutputs) {
+  for (const bool caching : {true, false}) {
+    SchedulerConfig cfg = testing::small_config(80, 16, 64, 4);
+    cfg.kv.group_windows = {0, 64};
+    cfg.kv.enable_prefix_caching = caching;
+    Harness h(cfg);
+    StopParams stop;
+    stop.ignore_eos = true;
+    const std::vector<TokenId> shared = testing::make_prompt(300, 11);
+    const RequestId a = h.add(shared, 8, 1, 0, stop);
+    h.run_to_completion();
+    std::vector<TokenId> prompt_c = shared;
+    prompt_c.push_back(5);
+    const RequestId c = h.add(prompt_c, 40, 1, 0, stop);
+    int64_t hit = -1;
+    h.during_step = [&](const step::StepPlan& plan) {
+      for (const step::ScheduledRequest& s : plan.requests) {
+        if (s.id == c && s.is_new && hit < 0) hit = s.num_computed_tokens;
+      }
+    };
+    h.run_to_completion();
+    h.expect_reference_outputs();
+    EXPECT_EQ(h.result(a).outputs.size(), 8u);
+    EXPECT_EQ(hit, caching ? 288 : 0);  // 18 full blocks of the 300 shared tokens
+    h.expect_pool_idle();
+  }
+}
+
+TEST(SchedulerSlidingWindow, MoreThanTwoGroupsAreRefused) {
+  SchedulerConfig cfg = testing::small_config(80, 16, 64, 4);
+  cfg.kv.group_windows = {0, 64, 32};
+  EXPECT_FALSE(Scheduler::create(cfg).ok());
+  cfg.kv.group_windows = {64, 0};
+  EXPECT_FALSE(Scheduler::create(cfg).ok());
+}
+
 }  // namespace
 }  // namespace pagoda::engine

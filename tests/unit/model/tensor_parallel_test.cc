@@ -19,8 +19,8 @@ namespace {
 
 TEST(StepMessage, RoundTripsABatch) {
   const std::vector<int32_t> tokens = {5, 6, 7, 8}, positions = {0, 1, 2, 9}, rows = {2, 3};
-  const std::vector<int32_t> t0 = {1}, t1 = {4, 3};
-  const std::vector<SequenceSlice> seqs = {{0, 3, t0}, {3, 1, t1}};
+  const std::vector<int32_t> t0 = {1}, t1 = {4, 3}, s0 = {6}, s1 = {0, 5};
+  const std::vector<SequenceSlice> seqs = {{0, 3, t0, nullptr, s0}, {3, 1, t1, nullptr, s1}};
   const std::vector<KvBlockCopy> copies = {{2, 3}};
   ForwardBatch b;
   b.tokens = tokens;
@@ -29,7 +29,7 @@ TEST(StepMessage, RoundTripsABatch) {
   b.logit_rows = rows;
   b.flash_attention = true;
   b.block_copies = copies;
-  const KvCacheShape shape{77, 8, 16, tensor::DType::kQ8_0};
+  const KvCacheShape shape{77, 8, 16, tensor::DType::kQ8_0, true};
   const std::vector<uint8_t> bytes = encode_step(StepOp::kForward, shape, b);
   auto m = decode_step(bytes);
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -38,6 +38,7 @@ TEST(StepMessage, RoundTripsABatch) {
   EXPECT_EQ(m->kv.num_blocks, 8);
   EXPECT_EQ(m->kv.block_size, 16);
   EXPECT_EQ(m->kv.dtype, tensor::DType::kQ8_0);
+  EXPECT_TRUE(m->kv.kv_groups);
   EXPECT_EQ(m->tokens, tokens);
   EXPECT_EQ(m->positions, positions);
   EXPECT_EQ(m->logit_rows, rows);
@@ -46,6 +47,12 @@ TEST(StepMessage, RoundTripsABatch) {
   EXPECT_EQ(std::vector<int32_t>(m->batch.sequences[1].block_table.begin(),
                                  m->batch.sequences[1].block_table.end()),
             t1);
+  // The sliding-window layers' tables (hybrid KV groups) travel beside them.
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(std::vector<int32_t>(m->batch.sequences[i].sliding_block_table.begin(),
+                                   m->batch.sequences[i].sliding_block_table.end()),
+              i == 0 ? s0 : s1);
+  }
   ASSERT_EQ(m->batch.block_copies.size(), 1u);
   EXPECT_EQ(m->batch.block_copies[0].dst, 3);
   EXPECT_TRUE(m->batch.flash_attention);
@@ -56,6 +63,9 @@ TEST(StepMessage, RoundTripsABatch) {
   std::vector<uint8_t> longer = bytes;
   longer.push_back(0);
   EXPECT_FALSE(decode_step(longer).ok());
+  std::vector<uint8_t> groups = bytes;
+  groups[4 + 4 + 8 + 8 + 4 + 4] = 2;  // kv_groups is a flag
+  EXPECT_NE(decode_step(groups).status().message().find("kv_groups"), std::string::npos);
 }
 
 TEST(StepMessage, ReportCarriesTheCacheShapeAndNoBatch) {
@@ -91,7 +101,7 @@ TEST(StepMessage, RefusesHugeCountsAndUnknownOps) {
   ForwardBatch b;
   b.tokens = one;
   std::vector<uint8_t> f = encode_step(StepOp::kForward, {1, 2, 16, tensor::DType::kF16}, b);
-  const size_t count_at = 4 + 4 + 8 + 8 + 4 + 4 + 1;
+  const size_t count_at = 4 + 4 + 8 + 8 + 4 + 4 + 1 + 1;
   const uint64_t huge = uint64_t{1} << 40;
   std::memcpy(f.data() + count_at, &huge, sizeof(huge));
   auto r = decode_step(f);
