@@ -256,10 +256,14 @@ TEST_P(EngineGolden, ConcurrentEqualsSoloUnderPreemption) {
   c.kv_cache_bytes =
       static_cast<uint64_t>(21 * GetParam().layers * 16 * GetParam().kv_values * 2 /*f16*/);
   const EngineStats st = run_all_and_compare(c);
-  EXPECT_LE(st.num_blocks, 20);
+  // gemma2 (local and global layers) keeps two KV groups whose layers share arrays: a block
+  // holds half its layers, so the same bytes make twice as many blocks (a sequence takes blocks
+  // in both groups, the local group's only within the window).
+  const bool hybrid = GetParam().file.find("gemma2") != std::string::npos;
+  const int64_t arrays = hybrid ? (GetParam().layers + 1) / 2 : GetParam().layers;
+  EXPECT_LE(st.num_blocks, 21 * GetParam().layers / arrays - 1);
   EXPECT_GE(st.num_blocks, 12);  // one max_model_len sequence
-  EXPECT_EQ(st.kv_bytes_per_token,
-            static_cast<double>(GetParam().layers * GetParam().kv_values * 2));
+  EXPECT_EQ(st.kv_bytes_per_token, static_cast<double>(arrays * GetParam().kv_values * 2));
   EXPECT_GT(st.num_preemptions, 0);
 }
 

@@ -267,6 +267,7 @@ TEST_P(SpeculativeGolden, PreemptionWithDraftsRecomputesTheSameOutputs) {
   }
   const int64_t blocks = (longest + 15) / 16 + 4;
   EngineConfig small = config(path_case(), true);
+  small.speculative.adaptive = false;  // every sampled step drafts (not the machine's timings)
   small.max_model_len = static_cast<int32_t>(longest);
   small.kv_cache_bytes = per_block * static_cast<uint64_t>(blocks) + per_block / 2;
   EngineStats stats;
@@ -294,9 +295,13 @@ TEST_P(SpeculativeGolden, SeededSamplingDoesNotDependOnTheBatch) {
     requests[i].sampling.presence_penalty = i % 2 == 0 ? 0.5f : 0.0f;
     requests[i].n = 1;
   }
+  // Fixed k: every sampled step drafts (with the cost rule, which drafts are made follows the
+  // machine's timings, and a loaded machine may draft none).
+  EngineConfig fixed = config(path_case(), true);
+  fixed.speculative.adaptive = false;
   EngineStats stats;
-  const Outputs concurrent = run(config(path_case(), true), requests, false, &stats);
-  const Outputs alone = run(config(path_case(), true), requests, true);
+  const Outputs concurrent = run(fixed, requests, false, &stats);
+  const Outputs alone = run(fixed, requests, true);
   expect_same(alone, concurrent);
   EXPECT_GT(stats.spec_decode_num_drafts, 0);
   // The fixture's synthetic weights give nearly flat distributions (drafts rarely accepted);
