@@ -56,6 +56,23 @@ TEST(SchedulerSlidingWindow, WithoutTheWindowTheSameRequestDoesNotFit) {
   EXPECT_NE(id.status().message().find("KV blocks"), std::string::npos);
 }
 
+// Adds `shared` + one token (40 outputs), runs to completion; returns its prefix-cache hit.
+int64_t run_extended_prompt(Harness& h, const std::vector<TokenId>& shared,
+                            const StopParams& stop) {
+  std::vector<TokenId> prompt = shared;
+  prompt.push_back(5);
+  const RequestId c = h.add(prompt, 40, 1, 0, stop);
+  int64_t hit = -1;
+  h.during_step = [&](const step::StepPlan& plan) {
+    for (const step::ScheduledRequest& s : plan.requests) {
+      if (s.id == c && s.is_new && hit < 0) hit = s.num_computed_tokens;
+    }
+  };
+  h.run_to_completion();
+  h.during_step = nullptr;
+  return hit;
+}
+
 // Requests sharing a long prompt after the first one finished: the second hits the blocks of
 // the window (the earliest ones were released and evicted meanwhile by a third request) and
 // produces the reference outputs; prefix caching off gives the same tokens.
@@ -72,16 +89,7 @@ TEST(SchedulerSlidingWindow, PrefixHitsAfterEvictionKeepReferenceOutputs) {
     h.run_to_completion();
     const RequestId b = h.add(testing::make_prompt(200, 12), 8, 1, 0, stop);  // evicts
     h.run_to_completion();
-    std::vector<TokenId> prompt_c = shared;
-    prompt_c.push_back(5);
-    const RequestId c = h.add(prompt_c, 40, 1, 0, stop);
-    int64_t hit = -1;
-    h.during_step = [&](const step::StepPlan& plan) {
-      for (const step::ScheduledRequest& s : plan.requests) {
-        if (s.id == c && s.is_new && hit < 0) hit = s.num_computed_tokens;
-      }
-    };
-    h.run_to_completion();
+    const int64_t hit = run_extended_prompt(h, shared, stop);
     h.expect_reference_outputs();
     EXPECT_EQ(h.result(a).outputs.size(), 8u);
     EXPECT_EQ(h.result(b).outputs.size(), 8u);
@@ -159,16 +167,7 @@ TEST(SchedulerSlidingWindow, HybridPrefixHitsKeepReferenceOutputs) {
     const std::vector<TokenId> shared = testing::make_prompt(300, 11);
     const RequestId a = h.add(shared, 8, 1, 0, stop);
     h.run_to_completion();
-    std::vector<TokenId> prompt_c = shared;
-    prompt_c.push_back(5);
-    const RequestId c = h.add(prompt_c, 40, 1, 0, stop);
-    int64_t hit = -1;
-    h.during_step = [&](const step::StepPlan& plan) {
-      for (const step::ScheduledRequest& s : plan.requests) {
-        if (s.id == c && s.is_new && hit < 0) hit = s.num_computed_tokens;
-      }
-    };
-    h.run_to_completion();
+    const int64_t hit = run_extended_prompt(h, shared, stop);
     h.expect_reference_outputs();
     EXPECT_EQ(h.result(a).outputs.size(), 8u);
     EXPECT_EQ(hit, caching ? 288 : 0);  // 18 full blocks of the 300 shared tokens
