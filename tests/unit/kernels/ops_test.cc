@@ -519,11 +519,12 @@ TEST(LoraExpandTest, MatchesFormulaAndJobsAreIndependent) {
 }
 
 // Every ISA's expand equals the reference bit for bit: row tiles of 1-4 and their remainders,
-// column ranges starting and ending off the 16/8-lane steps (the scalar tail), both dtypes.
+// column ranges starting and ending off the 64/16/8-lane steps (AVX2's scalar tail, AVX-512's
+// masked one), both dtypes.
 TEST(LoraExpandTest, EveryIsaEqualsReference) {
   for (tensor::DType dtype : {tensor::DType::kF16, tensor::DType::kF32}) {
-    for (int64_t rank : {1, 3, 16, 33}) {
-      const int64_t out = 77;
+    for (const auto& [rank, out] :
+         {std::pair<int64_t, int64_t>{1, 77}, {3, 77}, {16, 77}, {33, 77}, {16, 211}, {8, 211}}) {
       const ExpandMatrix b = expand_matrix(dtype, rank, out, static_cast<uint32_t>(40 + rank));
       for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
         const auto mid = random_vec(static_cast<size_t>(rows * rank), 50, 2.0f);
@@ -532,8 +533,12 @@ TEST(LoraExpandTest, EveryIsaEqualsReference) {
           index[static_cast<size_t>(i)] = static_cast<int32_t>(rows + 1 - i);
         const int64_t ldy = out + 5;
         const auto y0 = random_vec(static_cast<size_t>((rows + 2) * ldy), 51);
-        for (const auto& [c0, c1] :
-             {std::pair<int64_t, int64_t>{0, out}, {3, 40}, {16, 24}, {5, 6}, {64, out}}) {
+        for (const auto& [c0, c1] : {std::pair<int64_t, int64_t>{0, out},
+                                     {3, 40},
+                                     {16, 24},
+                                     {5, 6},
+                                     {64, out},
+                                     {7, out - 3}}) {
           for (const int32_t* idx :
                {static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(index.data())}) {
             auto ref = y0;
