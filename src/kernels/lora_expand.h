@@ -1,10 +1,12 @@
-// kernels::lora_expand: LoRA's B product for every adapter of a step in one call (the op front;
-// per-ISA kernels behind CpuKernels::lora_expand).
+// kernels::lora_expand and kernels::lora_apply: LoRA's low-rank products for every adapter of a
+// step (the op fronts; per-ISA expand kernels behind CpuKernels::lora_expand, the shrink on the
+// matmul kernels).
 #pragma once
 
 #include <cstdint>
 #include <span>
 
+#include "kernels/ops.h"
 #include "kernels/weight_view.h"
 
 namespace pagoda::kernels {
@@ -27,5 +29,28 @@ struct LoraExpandJob {
   int64_t rows = 0;
 };
 void lora_expand(std::span<const LoraExpandJob> jobs);
+
+// One adapted projection of a step (an adapter's A and B over the rows of one input).
+struct LoraJob {
+  WeightView a;          // [rank, in], F16 or F32, no packed copy / input order / zero term
+  WeightView bt;         // [rank, out] (B transposed), a.dtype; bt.rows == a.rows
+  int32_t input = 0;     // into lora_apply's inputs; a.cols is their cols
+  float* mid = nullptr;  // [the input's m, rank] of scratch, not shared with another job
+  float* y = nullptr;    // row i at y + (input.rows ? input.rows[i] : i) · ldy
+  int64_t ldy = 0;       // >= bt.cols
+};
+
+// The whole LoRA of one projection input, shrink and expand in ONE parallel op: for every job j
+// and row i < m of its input,
+//   mid_j(i) = A_j · x(i)   (matmul_grouped's bits: x rounded to A's precision, the matmul kernel)
+//   y_j(i) += mid_j(i) · Bt_j   (lora_expand's formula and bits)
+// Each thread converts the input rows it needs itself (no shared buffer, no barrier for it). When
+// the jobs split evenly across the threads as whole jobs (in order, by cost: several adapters, or
+// q/k/v of one), each thread runs its jobs' shrink and expand back to back, so the op pays only
+// the barrier its inputs need; otherwise the threads split the shrink's rank rows, meet at one
+// barrier, and split the expand's columns. Either way a row's bits depend only on its own input.
+// precondition: every a.cols equal to the inputs' cols; index rows in range; y rows of different
+// jobs disjoint and disjoint from every mid and input.
+void lora_apply(std::span<const GroupedInput> inputs, std::span<const LoraJob> jobs);
 
 }  // namespace pagoda::kernels

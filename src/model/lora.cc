@@ -8,7 +8,6 @@
 
 #include "base/check.h"
 #include "kernels/lora_expand.h"
-#include "kernels/ops.h"
 #include "tensor/float16.h"
 
 namespace pagoda::model {
@@ -181,6 +180,7 @@ void LoraBatch::build(const ForwardBatch& batch) {
       it = groups_.begin() + static_cast<std::ptrdiff_t>(num_groups_++);
       it->adapter = seq.lora;
       it->runs.clear();  // keeps its capacity: a steady state allocates nothing
+      it->rows.clear();
       it->num_rows = 0;
     }
     if (!it->runs.empty() && it->runs.back().begin + it->runs.back().count == seq.token_begin) {
@@ -191,8 +191,14 @@ void LoraBatch::build(const ForwardBatch& batch) {
     it->num_rows += seq.num_tokens;
   }
   for (size_t i = 0; i < num_groups_; ++i) {
-    max_rows_ = std::max(max_rows_, groups_[i].num_rows);
-    max_rank_ = std::max<int64_t>(max_rank_, groups_[i].adapter->rank);
+    Group& g = groups_[i];
+    max_rows_ = std::max(max_rows_, g.num_rows);
+    max_rank_ = std::max<int64_t>(max_rank_, g.adapter->rank);
+    if (g.runs.size() == 1) continue;  // read in place
+    for (const Run& r : g.runs) {
+      for (int64_t t = r.begin; t < r.begin + r.count; ++t)
+        g.rows.push_back(static_cast<int32_t>(t));
+    }
   }
 }
 
@@ -213,36 +219,14 @@ void LoraBatch::add(int32_t layer, std::span<const Output> outputs, const float*
                     Scratch& scratch) const {
   PAGODA_CHECK(!outputs.empty() && outputs.size() <= kMaxOutputs);
   // Every thread of the team builds the same lists (no barrier); kept between calls, so a steady
-  // state allocates nothing. Pointers into them are taken once they are complete.
-  thread_local std::vector<int32_t> index_storage;  // row numbers of multi-run groups
-  thread_local std::vector<size_t> index_at_storage;
-  thread_local std::vector<kernels::WeightView> a_storage, bt_storage;
-  thread_local std::vector<kernels::GroupedInput> input_storage;
-  thread_local std::vector<kernels::GroupedJob> shrink_storage;
-  thread_local std::vector<kernels::LoraExpandJob> expand_storage;
-  std::vector<int32_t>& index = index_storage;
-  std::vector<size_t>& index_at = index_at_storage;
-  std::vector<kernels::WeightView>& a_views = a_storage;
-  std::vector<kernels::WeightView>& bt_views = bt_storage;
-  std::vector<kernels::GroupedInput>& inputs = input_storage;
-  std::vector<kernels::GroupedJob>& shrink = shrink_storage;
-  std::vector<kernels::LoraExpandJob>& expand = expand_storage;
-  index.clear();
-  index_at.clear();
-  a_views.clear();
-  bt_views.clear();
-  inputs.clear();
-  shrink.clear();
-  expand.clear();
-  for (size_t gi = 0; gi < num_groups_; ++gi) {
-    index_at.push_back(index.size());
-    const Group& g = groups_[gi];
-    if (g.runs.size() == 1) continue;  // read in place
-    for (const Run& r : g.runs) {
-      for (int64_t t = r.begin; t < r.begin + r.count; ++t)
-        index.push_back(static_cast<int32_t>(t));
-    }
-  }
+  // state allocates nothing.
+  struct Lists {
+    std::vector<kernels::GroupedInput> inputs;
+    std::vector<kernels::LoraJob> jobs;
+  };
+  thread_local Lists lists;
+  lists.inputs.clear();
+  lists.jobs.clear();
   float* mid = scratch.get(kLoraMid, mid_floats(num_groups_, max_rows_, max_rank_));
   size_t mid_used = 0;
   for (size_t gi = 0; gi < num_groups_; ++gi) {
@@ -252,32 +236,27 @@ void LoraBatch::add(int32_t layer, std::span<const Output> outputs, const float*
     // One run: its rows in place; else by row number (the shrink's input, the expand's output).
     const bool in_place = g.runs.size() == 1;
     const int64_t first_row = in_place ? g.runs[0].begin : 0;
-    const int32_t* rows = in_place ? nullptr : index.data() + index_at[gi];
-    const auto input = static_cast<int32_t>(inputs.size());
+    const int32_t* rows = in_place ? nullptr : g.rows.data();
+    const auto input = static_cast<int32_t>(lists.inputs.size());
     bool adapted = false;
     for (const Output& out : outputs) {
       const LoraProjection& p = projections[static_cast<size_t>(out.target)];
       if (p.rank == 0) continue;
-      a_views.push_back(matrix_view(p.a, p.dtype, p.rank, in));
-      bt_views.push_back(matrix_view(p.b, p.dtype, p.rank, out.out));
-      float* m = mid + mid_used;
+      kernels::LoraJob job;
+      job.a = matrix_view(p.a, p.dtype, p.rank, in);
+      job.bt = matrix_view(p.b, p.dtype, p.rank, out.out);
+      job.input = input;
+      job.mid = mid + mid_used;
       mid_used += static_cast<size_t>(n * p.rank);
-      shrink.push_back(kernels::GroupedJob{nullptr, input, m});
-      expand.push_back(
-          kernels::LoraExpandJob{nullptr, m, out.y + first_row * out.out, out.out, rows, n});
+      job.y = out.y + first_row * out.out;
+      job.ldy = out.out;
+      lists.jobs.push_back(job);
       adapted = true;
     }
-    if (adapted) inputs.push_back(kernels::GroupedInput{x + first_row * in, rows, n});
+    if (adapted) lists.inputs.push_back(kernels::GroupedInput{x + first_row * in, rows, n});
   }
-  if (shrink.empty()) return;
-  for (size_t j = 0; j < shrink.size(); ++j) {
-    shrink[j].w = &a_views[j];
-    expand[j].bt = &bt_views[j];
-  }
-  // mid_j = A_j x for every adapter's rows and adapted output: one grouped matmul (each adapter's
-  // rows converted once); then y_j += mid_j Bt_j for all of them: one expand.
-  kernels::matmul_grouped(inputs, shrink);
-  kernels::lora_expand(expand);
+  // mid_j = A_j x then y_j += mid_j Bt_j for every adapter's rows and adapted output: one op.
+  if (!lists.jobs.empty()) kernels::lora_apply(lists.inputs, lists.jobs);
 }
 
 }  // namespace pagoda::model

@@ -2,10 +2,10 @@
 // y = W x + B (A x) for the rows whose sequence runs an adapter adapting it (A [rank, in],
 // B [out, rank] kept transposed, the adapter's scale folded into B at load, both F16). The
 // base matmul stays shared by the whole batch; the low-rank products of all adapters run in
-// two calls (punica/SGMV's shrink and expand): one grouped matmul of every A over its adapter's
-// rows (read in place when consecutive, else by row number), one kernels::lora_expand adding
-// (A x) Bt straight into y; so rows without an adapter cost nothing extra and a row's result never
-// depends on which other rows share its step.
+// one parallel op per input (kernels::lora_apply): punica/SGMV's shrink, every A over its
+// adapter's rows (read in place when consecutive, else by row number), and its expand, adding
+// (A x) Bt straight into y; so rows without an adapter cost nothing extra and a row's result
+// never depends on which other rows share its step.
 #pragma once
 
 #include <array>
@@ -81,8 +81,8 @@ class LoraBatch {
 
   // y[t, out] += B (A x[t, in]) for each output and each row t whose adapter adapts (layer,
   // output.target). Every output reads x [T, in] (1 to kMaxOutputs of them: q/k/v, gate/up, o,
-  // down): all adapters' A products run as one grouped matmul, all B products as one expand. Runs
-  // inside the kernels' team like the other ops (every thread calls it).
+  // down): every adapter's A and B products run in one kernels::lora_apply (one parallel op).
+  // Runs inside the kernels' team like the other ops (every thread calls it).
   void add(int32_t layer, std::span<const Output> outputs, const float* x, int64_t in,
            Scratch& scratch) const;
 
@@ -94,10 +94,11 @@ class LoraBatch {
   };
   struct Group {
     const LoraAdapter* adapter = nullptr;
-    std::vector<Run> runs;  // in batch order
+    std::vector<Run> runs;      // in batch order
+    std::vector<int32_t> rows;  // with several runs: every row, in batch order (else empty)
     int64_t num_rows = 0;
   };
-  // groups_[0, num_groups_): this batch's; the rest keep their row capacity for later steps.
+  // groups_[0, num_groups_): this batch's; the rest keep their capacity for later steps.
   std::vector<Group> groups_;
   size_t num_groups_ = 0;
   int64_t max_rows_ = 0;

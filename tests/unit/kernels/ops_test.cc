@@ -21,6 +21,7 @@
 #include "kernels/isa.h"
 #include "kernels/lora_expand.h"
 #include "kernels/ops.h"
+#include "kernels/team.h"
 #include "random_data.h"
 #include "tensor/float16.h"
 
@@ -519,11 +520,12 @@ TEST(LoraExpandTest, MatchesFormulaAndJobsAreIndependent) {
 }
 
 // Every ISA's expand equals the reference bit for bit: row tiles of 1-4 and their remainders,
-// column ranges starting and ending off the 16/8-lane steps (the scalar tail), both dtypes.
+// column ranges starting and ending off the 64/16/8-lane steps (AVX2's scalar tail, AVX-512's
+// masked one), both dtypes.
 TEST(LoraExpandTest, EveryIsaEqualsReference) {
   for (tensor::DType dtype : {tensor::DType::kF16, tensor::DType::kF32}) {
-    for (int64_t rank : {1, 3, 16, 33}) {
-      const int64_t out = 77;
+    for (const auto& [rank, out] :
+         {std::pair<int64_t, int64_t>{1, 77}, {3, 77}, {16, 77}, {33, 77}, {16, 211}, {8, 211}}) {
       const ExpandMatrix b = expand_matrix(dtype, rank, out, static_cast<uint32_t>(40 + rank));
       for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
         const auto mid = random_vec(static_cast<size_t>(rows * rank), 50, 2.0f);
@@ -532,8 +534,12 @@ TEST(LoraExpandTest, EveryIsaEqualsReference) {
           index[static_cast<size_t>(i)] = static_cast<int32_t>(rows + 1 - i);
         const int64_t ldy = out + 5;
         const auto y0 = random_vec(static_cast<size_t>((rows + 2) * ldy), 51);
-        for (const auto& [c0, c1] :
-             {std::pair<int64_t, int64_t>{0, out}, {3, 40}, {16, 24}, {5, 6}, {64, out}}) {
+        for (const auto& [c0, c1] : {std::pair<int64_t, int64_t>{0, out},
+                                     {3, 40},
+                                     {16, 24},
+                                     {5, 6},
+                                     {64, out},
+                                     {7, out - 3}}) {
           for (const int32_t* idx :
                {static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(index.data())}) {
             auto ref = y0;
@@ -550,6 +556,102 @@ TEST(LoraExpandTest, EveryIsaEqualsReference) {
                                    ".." + std::to_string(c1) + (idx != nullptr ? " indexed" : ""));
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// lora_apply (shrink and expand in one op) against matmul_grouped then lora_expand, the two ops it
+// replaces: the same bits in mid and y, with 1 and 2 threads, inside a team and not, for job sets
+// that split as whole jobs (equal adapters) and that do not (one job, uneven jobs: the split of A
+// rows, a barrier, the split of columns); inputs in place, by row number, of one row and empty.
+TEST(LoraApplyTest, EqualsShrinkThenExpand) {
+  struct Spec {
+    int32_t input;
+    int64_t rank, out;
+  };
+  // Three outputs, y[T, out] with a padded ldy: out 1000 (ld 1003), 40 (ld 40), 77 (ld 80).
+  constexpr int64_t kLds[3] = {1003, 40, 80};
+  const Spec specs[] = {{0, 16, 1000}, {0, 16, 40}, {1, 16, 1000}, {1, 16, 40}, {1, 3, 77},
+                        {2, 8, 1000},  {3, 16, 40}, {4, 16, 1000}, {4, 16, 40}};
+  // With two threads: {0} and {0, 1} split A rows and columns (one job, or two uneven ones);
+  // {0, 2, 7}, {0, 1, 2, 3} and all split as whole jobs; {4, 5} is worth one thread; {6} has no
+  // rows.
+  const std::vector<std::vector<size_t>> cases = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 8}, {0}, {0, 1}, {0, 2, 7}, {0, 1, 2, 3}, {4, 5}, {6}};
+  const int64_t in = 1024, T = 24;
+  const auto x = random_vec(static_cast<size_t>(T * in), 60, 2.0f);
+  const std::vector<int32_t> index1 = {20, 0, 17, 23, 12};  // input 1's rows, out of order
+  // Input 0: rows 2..9 in place; 1: by row number; 2: row 10 alone; 3: none; 4: rows 14..15.
+  const GroupedInput inputs[] = {{x.data() + 2 * in, nullptr, 8},
+                                 {x.data(), index1.data(), 5},
+                                 {x.data() + 10 * in, nullptr, 1},
+                                 {x.data(), nullptr, 0},
+                                 {x.data() + 14 * in, nullptr, 2}};
+  const int64_t first_row[] = {2, 0, 10, 0, 14};
+  for (tensor::DType dtype : {tensor::DType::kF16, tensor::DType::kF32}) {
+    std::vector<ExpandMatrix> a, bt;
+    for (size_t s = 0; s < std::size(specs); ++s) {
+      a.push_back(expand_matrix(dtype, specs[s].rank, in, static_cast<uint32_t>(70 + s)));
+      bt.push_back(
+          expand_matrix(dtype, specs[s].rank, specs[s].out, static_cast<uint32_t>(90 + s)));
+    }
+    std::vector<std::vector<float>> y_init;
+    for (int o = 0; o < 3; ++o)
+      y_init.push_back(random_vec(static_cast<size_t>(T * kLds[o]), static_cast<uint32_t>(61 + o)));
+    const auto out_of = [&](int64_t out) { return out == 1000 ? 0 : out == 40 ? 1 : 2; };
+    for (const std::vector<size_t>& c : cases) {
+      // The two ops.
+      std::vector<std::vector<float>> want = y_init;
+      std::vector<std::vector<float>> want_mid(c.size());
+      std::vector<GroupedJob> shrink;
+      std::vector<LoraExpandJob> expand;
+      for (size_t j = 0; j < c.size(); ++j) {
+        const Spec& s = specs[c[j]];
+        const GroupedInput& input = inputs[s.input];
+        want_mid[j].assign(static_cast<size_t>(std::max<int64_t>(1, input.m * s.rank)), 0.0f);
+        shrink.push_back({&a[c[j]].view, s.input, want_mid[j].data()});
+        const int o = out_of(s.out);
+        expand.push_back({&bt[c[j]].view, want_mid[j].data(),
+                          want[o].data() + first_row[s.input] * kLds[o], kLds[o], input.rows,
+                          input.m});
+      }
+      matmul_grouped(inputs, shrink);
+      lora_expand(expand);
+      for (int threads : {1, 2}) {
+        for (bool team : {false, true}) {
+          const ThreadsGuard guard(threads);
+          std::vector<std::vector<float>> y = y_init;
+          std::vector<std::vector<float>> mid(c.size());
+          std::vector<LoraJob> jobs;
+          for (size_t j = 0; j < c.size(); ++j) {
+            const Spec& s = specs[c[j]];
+            mid[j].assign(want_mid[j].size(), 0.0f);
+            const int o = out_of(s.out);
+            LoraJob job;
+            job.a = a[c[j]].view;
+            job.bt = bt[c[j]].view;
+            job.input = s.input;
+            job.mid = mid[j].data();
+            job.y = y[static_cast<size_t>(o)].data() + first_row[s.input] * kLds[o];
+            job.ldy = kLds[o];
+            jobs.push_back(job);
+          }
+          if (team) {
+            run_in_team([&] { lora_apply(inputs, jobs); });
+          } else {
+            lora_apply(inputs, jobs);
+          }
+          const std::string what = std::string(tensor::dtype_name(dtype)) + " case of " +
+                                   std::to_string(c.size()) + " first " + std::to_string(c[0]) +
+                                   " threads " + std::to_string(threads) +
+                                   (team ? " in a team" : "");
+          for (size_t j = 0; j < c.size(); ++j)
+            expect_same_bits(mid[j], want_mid[j], what + " mid " + std::to_string(j));
+          for (int o = 0; o < 3; ++o)
+            expect_same_bits(y[static_cast<size_t>(o)], want[static_cast<size_t>(o)],
+                             what + " y " + std::to_string(o));
         }
       }
     }
