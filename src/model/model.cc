@@ -120,10 +120,14 @@ Status Model::run_worker() {
     }
     const KvCacheShape& shape = msg->kv;
     auto it = caches.find(shape.id);
-    if (it != caches.end() && (it->second.num_blocks() != shape.num_blocks ||
-                               it->second.block_size() != shape.block_size ||
-                               it->second.layers()[0].dtype != shape.dtype ||
-                               layers_share_arrays(it->second.layers()) != shape.kv_groups)) {
+    // (kv_groups: rank 0's layers share arrays; this rank's share them only where its own
+    // layers span both groups: a pipeline stage of local layers alone keeps one array each.)
+    if (it != caches.end() &&
+        (it->second.num_blocks() != shape.num_blocks ||
+         it->second.block_size() != shape.block_size ||
+         it->second.layers()[0].dtype != shape.dtype ||
+         layers_share_arrays(it->second.layers()) !=
+             (kv_layout(shape.kv_groups).num_arrays() < config_.num_layers))) {
       caches.erase(it);  // rank 0 made a new cache where an old one was
       it = caches.end();
     }
