@@ -52,6 +52,7 @@ class KvStorage {
   std::span<const kernels::KvLayerView> layers() const { return layers_; }
   int64_t num_blocks() const { return num_blocks_; }
   int32_t block_size() const { return block_size_; }
+  int32_t num_arrays() const { return num_arrays_; }  // distinct (K, V) array pairs
   uint64_t total_bytes() const { return memory_->size(); }
 
   // Copies every array's K/V of block `src` into block `dst` (copy-on-write).

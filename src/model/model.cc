@@ -126,8 +126,7 @@ Status Model::run_worker() {
         (it->second.num_blocks() != shape.num_blocks ||
          it->second.block_size() != shape.block_size ||
          it->second.layers()[0].dtype != shape.dtype ||
-         layers_share_arrays(it->second.layers()) !=
-             (kv_layout(shape.kv_groups).num_arrays() < config_.num_layers))) {
+         it->second.num_arrays() != kv_layout(shape.kv_groups).num_arrays())) {
       caches.erase(it);  // rank 0 made a new cache where an old one was
       it = caches.end();
     }
@@ -202,11 +201,6 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
       return invalid_argument("a sequence's sliding-window table has {} entries, its table {}",
                               seq.sliding_block_table.size(), seq.block_table.size());
     }
-    for (int32_t b : seq.sliding_block_table) {
-      if (!kv_layers.empty() && (b < 0 || b >= kv_layers[0].num_blocks)) {
-        return invalid_argument("block id {} is outside the KV cache", b);
-      }
-    }
     if (seq.num_tokens <= 0 || seq.token_begin < 0 ||
         static_cast<size_t>(seq.token_begin) != covered ||
         static_cast<size_t>(seq.token_begin) + static_cast<size_t>(seq.num_tokens) > n) {
@@ -221,9 +215,11 @@ Status Model::forward(const ForwardBatch& batch, std::span<const kernels::KvLaye
         return invalid_argument("position {} is beyond the sequence's block table", pos);
       }
     }
-    for (int32_t b : seq.block_table) {
-      if (!kv_layers.empty() && (b < 0 || b >= kv_layers[0].num_blocks)) {
-        return invalid_argument("block id {} is outside the KV cache", b);
+    for (const std::span<const int32_t> table : {seq.block_table, seq.sliding_block_table}) {
+      for (int32_t b : table) {
+        if (!kv_layers.empty() && (b < 0 || b >= kv_layers[0].num_blocks)) {
+          return invalid_argument("block id {} is outside the KV cache", b);
+        }
       }
     }
   }
