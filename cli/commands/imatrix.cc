@@ -33,6 +33,7 @@ int run_imatrix(const ImatrixArgs& args) {
   text << in.rdbuf();
   auto loaded = loader::load_model(path);
   if (!loaded.ok()) return fail(loaded.status().message());
+  loaded->model->set_served_context(args.ctx);  // LongRoPE: the window's table, as llama.cpp
   const std::vector<int32_t> tokens = diagnostics::tokenize_for_perplexity(*loaded, text.str());
   diagnostics::ActivationStats stats;
   ProgressBar bar("imatrix", "windows");

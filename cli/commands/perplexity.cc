@@ -75,6 +75,7 @@ int run_perplexity(const PerplexityArgs& args) {
   if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
   auto loaded = loader::load_model(path);
   if (!loaded.ok()) return fail(loaded.status().message());
+  loaded->model->set_served_context(args.ctx);  // LongRoPE: the window's table, as llama.cpp
   const std::vector<int32_t> tokens = diagnostics::tokenize_for_perplexity(*loaded, *text);
   auto windows =
       diagnostics::plan_windows(static_cast<int64_t>(tokens.size()), args.ctx, args.stride);

@@ -289,17 +289,10 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
   }
   const tokenizer::Tokenizer& tok = *e->loaded_.tokenizer;
 
-  int32_t max_model_len = config.max_model_len == 0 ? mc.context_length : config.max_model_len;
-  if (mc.context_length > 0 && max_model_len > mc.context_length) {
-    if (!config.clamp_max_model_len) {
-      return invalid_argument("max_model_len ({}) exceeds the model's context length ({})",
-                              max_model_len, mc.context_length);
-    }
-    max_model_len = mc.context_length;
-  }
-  if (max_model_len < 2) {
-    return invalid_argument("max_model_len must be >= 2, got {}", max_model_len);
-  }
+  PAGODA_ASSIGN_OR_RETURN(const int32_t max_model_len,
+                          api::resolve_max_model_len(
+                              config.max_model_len, config.clamp_max_model_len, mc.context_length));
+  e->loaded_.model->set_served_context(max_model_len);
 
   // KV cache: the byte budget -> blocks (block 0 is the null block), capped at what
   // max_num_seqs sequences of max_model_len tokens can use.
@@ -328,6 +321,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineConfig& config) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
   }
+  if (e->draft_.model) e->draft_.model->set_served_context(max_model_len);
   // Blocks behind a window every layer uses are released (the draft model's catch-up may read
   // positions behind the target's window: not with one). A hybrid model (local and global
   // layers) keeps two KV groups instead: a table each, the local layers' released behind the

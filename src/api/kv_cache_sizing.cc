@@ -67,6 +67,22 @@ Result<uint64_t> read_mem_available() {
   return parse_mem_available(ss.str());
 }
 
+Result<int32_t> resolve_max_model_len(int32_t requested, bool clamp, int32_t context_length) {
+  if (requested < 0) return invalid_argument("max_model_len must be >= 0, got {}", requested);
+  int32_t max_model_len = requested == 0 ? context_length : requested;
+  if (context_length > 0 && max_model_len > context_length) {
+    if (!clamp) {
+      return invalid_argument("max_model_len ({}) exceeds the model's context length ({})",
+                              max_model_len, context_length);
+    }
+    max_model_len = context_length;
+  }
+  if (max_model_len < 2) {
+    return invalid_argument("max_model_len must be >= 2, got {}", max_model_len);
+  }
+  return max_model_len;
+}
+
 Result<uint64_t> kv_cache_budget(uint64_t kv_cache_bytes, double kv_cache_fraction,
                                  uint64_t mem_available) {
   if (kv_cache_bytes > 0) return kv_cache_bytes;

@@ -1,5 +1,6 @@
-// KV cache sizing for Engine::create: the byte budget (EngineConfig::kv_cache_bytes, or
-// kv_cache_fraction of the RAM /proc/meminfo reports as MemAvailable) and the cache dtype name.
+// KV cache sizing for Engine::create: the max_model_len in effect, the byte budget
+// (EngineConfig::kv_cache_bytes, or kv_cache_fraction of the RAM /proc/meminfo reports as
+// MemAvailable) and the cache dtype name.
 // Pure functions over their inputs so they test without touching the machine.
 #pragma once
 
@@ -10,6 +11,12 @@
 #include "tensor/dtype.h"
 
 namespace pagoda::api {
+
+// The max_model_len in effect: `requested`, 0 meaning the model's context_length; above it,
+// lowered to it when `clamp`, else invalid_argument; at least 2. Rank 0's engine and every
+// worker of a parallel job resolve it alike (a LongRoPE model's table depends on it:
+// model::Model::set_served_context).
+Result<int32_t> resolve_max_model_len(int32_t requested, bool clamp, int32_t context_length);
 
 // "f16" | "bf16" | "q8_0" | "f32" (case-insensitive). invalid_argument names kv_cache_dtype.
 Result<tensor::DType> parse_kv_cache_dtype(std::string_view name);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/kv_cache_sizing.h"
 #include "api/parallel_backend.h"
 #include "backend/parallel/communicator.h"
 #include "backend/parallel/sharded_backend.h"
@@ -83,6 +84,11 @@ Status run_parallel_worker(const EngineConfig& config) {
       config.model_path, api::model_backend(config.tensor_parallel_size,
                                             config.pipeline_parallel_size, config.expert_parallel));
   if (!loaded.ok()) comm.abort(1, "cannot load my shard: " + loaded.status().message());
+  // As rank 0's engine does (a LongRoPE model's table depends on it); rank 0 refuses a bad one.
+  auto max_model_len = api::resolve_max_model_len(config.max_model_len, config.clamp_max_model_len,
+                                                  loaded->model->config().context_length);
+  if (!max_model_len.ok()) comm.abort(1, max_model_len.status().message());
+  loaded->model->set_served_context(*max_model_len);
   return loaded->model->run_worker();
 }
 

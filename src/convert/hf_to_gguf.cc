@@ -221,7 +221,7 @@ Result<std::vector<OutTensor>> plan_outputs(const HfCheckpoint& ckpt) {
   }
   auto rank = [](const OutTensor& t) {
     if (t.name == "token_embd.weight") return 0;
-    if (t.name == "rope_freqs.weight") return 1;
+    if (t.name.starts_with("rope_f")) return 1;  // rope_freqs, rope_factors_long/short
     if (t.layer >= 0) return 2;
     if (t.name == "output_norm.weight") return 3;
     return 4;
@@ -362,7 +362,7 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     w.set(a + "rope.scaling.type", GgufWriteValue::string("yarn"));
     w.set(a + "rope.scaling.factor", GgufWriteValue::f32(1.0f / c.rope_freq_scale));
     w.set(a + "rope.scaling.original_context_length",
-          GgufWriteValue::u32(static_cast<uint32_t>(c.rope_yarn_orig_ctx)));
+          GgufWriteValue::u32(static_cast<uint32_t>(c.rope_orig_ctx)));
     if (c.rope_attn_factor != 1.0f) {
       w.set(a + "rope.scaling.attn_factor", GgufWriteValue::f32(c.rope_attn_factor));
     }
@@ -373,6 +373,10 @@ void set_model_metadata(format::GgufWriter& w, const HfCheckpoint& ckpt, const s
     if (c.rope_yarn_log_mul != 0.0f) {  // DeepSeek: 0.1 x mscale_all_dim
       w.set(a + "rope.scaling.yarn_log_multiplier", GgufWriteValue::f32(c.rope_yarn_log_mul));
     }
+  }
+  if (ckpt.find("rope_factors_long.weight") != nullptr) {  // LongRoPE, as llama.cpp writes it
+    w.set(a + "rope.scaling.attn_factor", GgufWriteValue::f32(c.rope_attn_factor));
+    w.set(a + "rope.scaling.original_context_length", u32(c.rope_orig_ctx));
   }
   w.set(a + "attention.layer_norm_rms_epsilon", GgufWriteValue::f32(c.rms_norm_eps));
   if (c.sliding_window > 0) {  // set only where applied: phi3, gemma, Mistral/Qwen2 (llama/qwen2)

@@ -46,6 +46,9 @@ Result<HfConfig> parse_config_object(const json& root, std::string_view kFile,
   PAGODA_RETURN_IF_ERROR(f.read("max_position_embeddings", c.max_position_embeddings));
   PAGODA_RETURN_IF_ERROR(f.read("rms_norm_eps", c.rms_norm_eps));
   PAGODA_RETURN_IF_ERROR(f.read("rope_theta", c.rope_theta));
+  PAGODA_RETURN_IF_ERROR(
+      f.read("original_max_position_embeddings", c.original_max_position_embeddings));
+  PAGODA_RETURN_IF_ERROR(f.read("partial_rotary_factor", c.partial_rotary_factor));
   PAGODA_RETURN_IF_ERROR(f.read("tie_word_embeddings", c.tie_word_embeddings));
   PAGODA_RETURN_IF_ERROR(f.read("attention_bias", c.attention_bias));
   PAGODA_RETURN_IF_ERROR(f.read("mlp_bias", c.mlp_bias));
@@ -112,6 +115,8 @@ Result<HfConfig> parse_config_object(const json& root, std::string_view kFile,
     PAGODA_RETURN_IF_ERROR(r.read("attention_factor", s.attention_factor));
     PAGODA_RETURN_IF_ERROR(r.read("mscale", s.mscale));
     PAGODA_RETURN_IF_ERROR(r.read("mscale_all_dim", s.mscale_all_dim));
+    PAGODA_RETURN_IF_ERROR(r.read("long_factor", s.long_factor));
+    PAGODA_RETURN_IF_ERROR(r.read("short_factor", s.short_factor));
     c.rope_scaling = std::move(s);
   }
   return c;

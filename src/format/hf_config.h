@@ -24,9 +24,10 @@ struct HfRopeScaling {
   std::optional<double> low_freq_factor;   // llama3
   std::optional<double> high_freq_factor;  // llama3
   std::optional<int64_t> original_max_position_embeddings;
-  std::optional<double> beta_fast, beta_slow;    // yarn
-  std::optional<double> attention_factor;        // yarn: the whole cos/sin scale
-  std::optional<double> mscale, mscale_all_dim;  // yarn (DeepSeek): not supported
+  std::optional<double> beta_fast, beta_slow;     // yarn
+  std::optional<double> attention_factor;         // yarn: the whole cos/sin scale
+  std::optional<double> mscale, mscale_all_dim;   // yarn (DeepSeek): not supported
+  std::vector<double> long_factor, short_factor;  // longrope (older name: su): per-pair divisors
 };
 
 // config.json.
@@ -37,6 +38,10 @@ struct HfConfig {
       num_key_value_heads, head_dim, vocab_size, max_position_embeddings;
   std::optional<double> rms_norm_eps, rope_theta;
   std::optional<HfRopeScaling> rope_scaling;
+  // Phi-3's LongRoPE: the pretrained context (max_position_embeddings is the extended one);
+  // partial_rotary_factor: the share of each head rotated (Phi-4-mini: 0.75).
+  std::optional<int64_t> original_max_position_embeddings;
+  std::optional<double> partial_rotary_factor;
   std::optional<bool> tie_word_embeddings, attention_bias, mlp_bias, use_sliding_window;
   // sliding_window: Mistral/Mixtral/Phi-3 (every layer); the Qwen2 family applies it only with
   // use_sliding_window, from layer max_window_layers on.

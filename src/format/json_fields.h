@@ -83,6 +83,17 @@ class Fields {
     }
     return Status();
   }
+  // A list of numbers.
+  Status read(std::string_view key, std::vector<double>& out) const {
+    const nlohmann::json* v = get(key);
+    if (v == nullptr) return Status();
+    if (!v->is_array()) return wrong(key, *v, "a list of numbers");
+    for (const nlohmann::json& e : *v) {
+      if (!e.is_number()) return wrong(key, *v, "a list of numbers");
+      out.push_back(e.get<double>());
+    }
+    return Status();
+  }
   // A list of strings.
   Status read(std::string_view key, std::vector<std::string>& out) const {
     const nlohmann::json* v = get(key);

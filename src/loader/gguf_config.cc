@@ -28,28 +28,35 @@ Result<int32_t> get_count_or(const format::GgufFile& f, const std::string& key, 
   return get_count(f, key, max);
 }
 
-// YaRN's keys (as llama.cpp reads them): original_context_length (default: context_length),
-// attn_factor (1), yarn_beta_fast / yarn_beta_slow (32 / 1), yarn_log_multiplier (deepseek2
-// only); ext_factor is 1.
-Status read_yarn(const format::GgufFile& f, const std::string& a, double factor, ModelConfig& c) {
-  c.rope_ext_factor = 1.0f;
-  c.rope_yarn_orig_ctx = c.context_length;
+// A positive rope scale key when present (out: left as it is when absent).
+Status read_rope_scale(const format::GgufFile& f, const std::string& key, float& out) {
+  if (f.find(key) == nullptr) return Status();
+  PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
+  if (!(v > 0) || v > L::kMaxRopeScaling) return invalid_argument("{} {} is out of range", key, v);
+  out = static_cast<float>(v);
+  return Status();
+}
+
+// The keys every scaling type reads, as llama.cpp does: original_context_length (YaRN's ramp,
+// LongRoPE's long/short choice) and attn_factor (the cos/sin scale; phi3's LongRoPE attention
+// factor).
+Status read_rope_context(const format::GgufFile& f, const std::string& a, ModelConfig& c) {
   if (f.find(a + "rope.scaling.original_context_length") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(
-        c.rope_yarn_orig_ctx,
-        get_count(f, a + "rope.scaling.original_context_length", L::kMaxContext));
+        c.rope_orig_ctx, get_count(f, a + "rope.scaling.original_context_length", L::kMaxContext));
   }
-  const auto read_float = [&](const std::string& key, float& out) -> Status {
-    if (f.find(key) == nullptr) return Status();
-    PAGODA_ASSIGN_OR_RETURN(double v, f.get_float(key));
-    if (!(v > 0) || v > L::kMaxRopeScaling)
-      return invalid_argument("{} {} is out of range", key, v);
-    out = static_cast<float>(v);
-    return Status();
-  };
-  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.attn_factor", c.rope_attn_factor));
-  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast));
-  PAGODA_RETURN_IF_ERROR(read_float(a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
+  return read_rope_scale(f, a + "rope.scaling.attn_factor", c.rope_attn_factor);
+}
+
+// YaRN's own keys (as llama.cpp reads them): original_context_length defaults to context_length,
+// yarn_beta_fast / yarn_beta_slow (32 / 1), yarn_log_multiplier (deepseek2 only); ext_factor is 1.
+Status read_yarn(const format::GgufFile& f, const std::string& a, double factor, ModelConfig& c) {
+  c.rope_ext_factor = 1.0f;
+  if (c.rope_orig_ctx == 0) c.rope_orig_ctx = c.context_length;
+  PAGODA_RETURN_IF_ERROR(
+      read_rope_scale(f, a + "rope.scaling.yarn_beta_fast", c.rope_yarn_beta_fast));
+  PAGODA_RETURN_IF_ERROR(
+      read_rope_scale(f, a + "rope.scaling.yarn_beta_slow", c.rope_yarn_beta_slow));
   model::extend_yarn_context(c, factor);
   if (f.find(a + "rope.scaling.yarn_log_multiplier") != nullptr) {
     const std::string key = a + "rope.scaling.yarn_log_multiplier";
@@ -128,7 +135,8 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     c.rms_norm_eps = static_cast<float>(eps);
   }
   // RoPE scaling: none, linear and yarn are applied here; Llama-3 style scaling arrives as the
-  // rope_freqs.weight tensor (bound by the weights).
+  // rope_freqs.weight tensor, LongRoPE (phi3) as rope_factors_long/short.weight (bound by the
+  // weights, model/decoder.cc).
   std::string scaling = "none";
   if (f.find(a + "rope.scaling.type") != nullptr) {
     PAGODA_ASSIGN_OR_RETURN(std::string_view s, f.get_string(a + "rope.scaling.type"));
@@ -147,6 +155,7 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& f) {
     }
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
   }
+  PAGODA_RETURN_IF_ERROR(read_rope_context(f, a, c));
   if (scaling == "yarn") {
     PAGODA_RETURN_IF_ERROR(read_yarn(f, a, factor, c));
   } else if (scaling != "linear" && scaling != "none" && scaling != "llama3" && factor != 1.0) {

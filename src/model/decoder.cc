@@ -160,11 +160,32 @@ Result<DecoderWeights> bind_decoder_weights(const ModelConfig& c, const WeightBi
   } else {
     PAGODA_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.vocab_size, hidden));
   }
-  if (b.has("rope_freqs.weight")) {
-    PAGODA_ASSIGN_OR_RETURN(w.rope_freq_factors, b.vector("rope_freqs.weight", c.rope_dims / 2));
-    for (float f : w.rope_freq_factors) {
-      if (!(f > 0) || f > 1e6f) return invalid_argument("rope_freqs.weight has factor {}", f);
+  // Per-pair RoPE divisors: Llama-3's rope_freqs, or LongRoPE's long and short tables.
+  const auto factors = [&](const char* name) -> Result<std::vector<float>> {
+    PAGODA_ASSIGN_OR_RETURN(std::vector<float> f, b.vector(name, c.rope_dims / 2));
+    for (float v : f) {
+      if (!(v > 0) || v > 1e6f) return invalid_argument("{} has factor {}", name, v);
     }
+    return f;
+  };
+  const bool has_long = b.has("rope_factors_long.weight");
+  const bool has_short = b.has("rope_factors_short.weight");
+  if (has_long != has_short) {
+    return invalid_argument(
+        "LongRoPE needs both rope_factors_long.weight and "
+        "rope_factors_short.weight; the model has only {}",
+        has_long ? "the long one" : "the short one");
+  }
+  if (has_long && b.has("rope_freqs.weight")) {
+    return invalid_argument(
+        "rope_freqs.weight and LongRoPE's rope_factors_long/short.weight are both present");
+  }
+  if (b.has("rope_freqs.weight")) {
+    PAGODA_ASSIGN_OR_RETURN(w.rope_freq_factors, factors("rope_freqs.weight"));
+  }
+  if (has_long) {
+    PAGODA_ASSIGN_OR_RETURN(w.rope_factors_long, factors("rope_factors_long.weight"));
+    PAGODA_ASSIGN_OR_RETURN(w.rope_factors_short, factors("rope_factors_short.weight"));
   }
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int32_t i = 0; i < c.num_layers; ++i) {
@@ -206,9 +227,9 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
     rope_.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / config_.rope_freq_scale));
   }
   if (config_.rope_ext_factor != 0.0f) {
-    rope_.corr_dims = kernels::rope_yarn_corr_dims(config_.rope_dims, config_.rope_yarn_orig_ctx,
-                                                   config_.rope_theta, config_.rope_yarn_beta_fast,
-                                                   config_.rope_yarn_beta_slow);
+    rope_.corr_dims =
+        kernels::rope_yarn_corr_dims(config_.rope_dims, config_.rope_orig_ctx, config_.rope_theta,
+                                     config_.rope_yarn_beta_fast, config_.rope_yarn_beta_slow);
   }
   if (config_.rope_local_theta > 0) {
     // The sliding-window layers' own base, unscaled (Gemma 3's rope_local_base_freq).
@@ -216,7 +237,24 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,
     rope_local_.rot_dims = config_.rope_dims;
     rope_local_.theta_base = config_.rope_local_theta;
   }
+  choose_rope_table(config_.context_length);
   place_weights();
+}
+
+bool DecoderModel::choose_rope_table(int32_t served_context) {
+  const bool long_table = use_long_rope_factors(config_, served_context);
+  if (!w_.rope_factors_long.empty()) {
+    rope_.freq_factors = long_table ? w_.rope_factors_long : w_.rope_factors_short;
+  }
+  return long_table;
+}
+
+void DecoderModel::set_served_context(int32_t tokens) {
+  const bool long_table = choose_rope_table(tokens);
+  if (!w_.rope_factors_long.empty()) {
+    PAGODA_LOG_INFO("LongRoPE: the {} factors (serving {} tokens, original context {})",
+                    long_table ? "long" : "short", tokens, config_.rope_orig_ctx);
+  }
 }
 
 DecoderModel::DecoderModel(ModelConfig config, DecoderWeights weights,

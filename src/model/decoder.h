@@ -37,6 +37,10 @@ struct DecoderWeights {
   std::vector<float> output_norm;        // [hidden]
   kernels::WeightView output;            // [vocab, hidden] (token_embd when tied)
   std::vector<float> rope_freq_factors;  // empty or [rope_dims / 2]
+  // LongRoPE (rope_factors_long/short.weight): both empty or both [rope_dims / 2]; the pass
+  // rotates by one of them (use_long_rope_factors), never with rope_freq_factors.
+  std::vector<float> rope_factors_long;
+  std::vector<float> rope_factors_short;
 };
 
 // Binds the GGUF llama-family tensor names (token_embd, blk.N.attn_q, ..., output) for `config`:
@@ -74,10 +78,14 @@ class DecoderModel final : public Model {
   ~DecoderModel() override;
 
   uint64_t weight_bytes() const override;
+  void set_served_context(int32_t tokens) override;
 
  private:
   void forward_impl(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                     float* logits) override;
+  // LongRoPE: rope_ takes the long or the short table (no-op without them). Returns whether the
+  // long one is chosen.
+  bool choose_rope_table(int32_t served_context);
   // forward_impl's body, run by every thread of the kernels' team.
   void forward_on_team(const ForwardBatch& batch, std::span<const kernels::KvLayerView> kv_layers,
                        float* logits);

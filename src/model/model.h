@@ -32,6 +32,13 @@ class Model {
   // under tensor parallelism), for the startup report. 0 when unknown.
   virtual uint64_t weight_bytes() const { return 0; }
 
+  // The longest sequence this model will serve (the engine's max_model_len; until called, the
+  // model's config().context_length). A LongRoPE model (rope_factors_long/short tensors) rotates
+  // by its long factor table when that exceeds config().rope_orig_ctx, else by its short one
+  // (use_long_rope_factors). Call before the first forward pass (keys cached under one table are
+  // wrong under the other), on every rank of a parallel job alike. No-op for other models.
+  virtual void set_served_context(int32_t tokens) { (void)tokens; }
+
   // logits: [batch.logit_rows.size(), vocab_size] f32. kv_layers: one view per layer.
   // Validates the batch (token ids < vocab, positions covered by block tables, rows in range)
   // and returns invalid_argument rather than touching memory it should not.

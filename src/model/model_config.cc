@@ -37,20 +37,28 @@ Status validate_config(const ModelConfig& c) {
     return invalid_argument("rope.freq_base {} is out of range (0, {}]", c.rope_theta,
                             L::kMaxRopeTheta);
   }
+  if (!(c.rope_attn_factor > 0) || c.rope_attn_factor > L::kMaxRopeScaling) {
+    return invalid_argument("rope.scaling.attn_factor {} is out of range (0, {}]",
+                            c.rope_attn_factor, L::kMaxRopeScaling);
+  }
+  if (c.rope_orig_ctx < 0 || c.rope_orig_ctx > L::kMaxContext) {
+    return invalid_argument("rope.scaling.original_context_length {} is out of range [0, {}]",
+                            c.rope_orig_ctx, L::kMaxContext);
+  }
   if (c.rope_ext_factor != 0.0f && (!(c.rope_attn_factor > 0) || !(c.rope_yarn_beta_fast > 0) ||
-                                    !(c.rope_yarn_beta_slow > 0) || c.rope_yarn_orig_ctx <= 0)) {
+                                    !(c.rope_yarn_beta_slow > 0) || c.rope_orig_ctx <= 0)) {
     return invalid_argument(
         "rope scaling (yarn): attn_factor {}, beta_fast {}, beta_slow {}, original context {} "
         "must be positive",
-        c.rope_attn_factor, c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, c.rope_yarn_orig_ctx);
+        c.rope_attn_factor, c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, c.rope_orig_ctx);
   }
   if (c.rope_ext_factor != 0.0f &&
       (c.rope_yarn_beta_fast > L::kMaxRopeScaling || c.rope_yarn_beta_slow > L::kMaxRopeScaling ||
-       c.rope_yarn_orig_ctx > L::kMaxContext)) {
+       c.rope_orig_ctx > L::kMaxContext)) {
     return invalid_argument(
         "rope scaling (yarn): beta_fast {}, beta_slow {} (at most {}), original context {} (at "
         "most {}) are out of range",
-        c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, L::kMaxRopeScaling, c.rope_yarn_orig_ctx,
+        c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, L::kMaxRopeScaling, c.rope_orig_ctx,
         L::kMaxContext);
   }
   if (!(c.rope_yarn_log_mul >= 0) || c.rope_yarn_log_mul > L::kMaxRopeScaling) {
@@ -156,10 +164,14 @@ Status validate_config(const ModelConfig& c) {
 }
 
 void extend_yarn_context(ModelConfig& c, double factor) {
-  const double scaled = std::floor(static_cast<double>(c.rope_yarn_orig_ctx) * factor);
+  const double scaled = std::floor(static_cast<double>(c.rope_orig_ctx) * factor);
   if (scaled > c.context_length && scaled <= ConfigLimits::kMaxContext) {
     c.context_length = static_cast<int32_t>(scaled);
   }
+}
+
+bool use_long_rope_factors(const ModelConfig& c, int32_t served_context) {
+  return c.rope_orig_ctx > 0 && served_context > c.rope_orig_ctx;
 }
 
 double mha_kv_bytes_per_token(const ModelConfig& c, tensor::DType dtype) {

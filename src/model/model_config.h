@@ -77,8 +77,14 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;  // 1 / linear or YaRN scaling factor
   // YaRN (rope.scaling.type yarn; see kernels::RopeParams): ext_factor 1 turns it on.
   float rope_ext_factor = 0.0f;
-  float rope_attn_factor = 1.0f;      // rope.scaling.attn_factor
-  int32_t rope_yarn_orig_ctx = 0;     // rope.scaling.original_context_length (0: context_length)
+  // rope.scaling.attn_factor: cos/sin are scaled by it under every scaling type, as llama.cpp
+  // does (LongRoPE's attention factor; YaRN's multiplies its 1 + 0.1 ln(factor)).
+  float rope_attn_factor = 1.0f;
+  // rope.scaling.original_context_length (0: context_length): the context the model was trained
+  // on before it was extended. YaRN's ramp is over it; a LongRoPE model (rope_factors_long /
+  // short tensors) uses its long table when the served context exceeds it
+  // (use_long_rope_factors).
+  int32_t rope_orig_ctx = 0;
   float rope_yarn_beta_fast = 32.0f;  // rope.scaling.yarn_beta_fast
   float rope_yarn_beta_slow = 1.0f;   // rope.scaling.yarn_beta_slow
   // DeepSeek's YaRN (deepseek2 only): rope.scaling.yarn_log_multiplier, as llama.cpp's converter
@@ -217,6 +223,12 @@ struct ModelConfig {
 // YaRN: the scaled context (original context x factor) is usable, as vLLM derives max_model_len
 // (llama.cpp accepts a larger -c): context_length grows to it when that is larger (and in bounds).
 void extend_yarn_context(ModelConfig& config, double factor);
+
+// LongRoPE: whether a model serving sequences of up to `served_context` tokens rotates by its long
+// factor table, as llama.cpp chooses (its context per sequence beyond rope_orig_ctx; with
+// rope_orig_ctx 0, never). transformers chooses per forward pass by the longest position, vLLM
+// per batch; one choice per served context keeps every sequence's cached keys consistent.
+bool use_long_rope_factors(const ModelConfig& config, int32_t served_context);
 
 // Checks every field against ConfigLimits and the cross-field consistency (divisibility, rope
 // dims within the head, experts used within the experts). Errors name the field.

@@ -3,15 +3,14 @@
 // and loading must fail with an error naming it, never crash. The unmodified copies load.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "format/gguf_file.h"
-#include "format/gguf_writer.h"
+#include "golden/gguf_copy.h"
 #include "loader/model_loader.h"
-#include "test_support.h"
 
 namespace pagoda {
 namespace {
@@ -22,41 +21,15 @@ using format::GgufWriteValue;
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
       << "\"" << (haystack) << "\" does not contain \"" << (needle) << "\""
 
-// One tensor as written: name, type, dims, bytes.
-struct Tensor {
-  std::string name;
-  tensor::DType dtype;
-  std::vector<uint64_t> dims;
-  std::vector<uint8_t> bytes;
-};
-
-struct Mutation {
-  std::function<void(format::GgufWriter&)> metadata;  // after the original keys
-  std::function<void(std::vector<Tensor>&)> tensors;  // before they are written
-};
+using Tensor = testing::GgufCopyTensor;
+using Mutation = testing::GgufEdits;
 
 // load_model's error for models/arch/<model> copied with `m` applied ("" when it loads).
 std::string load_error(const std::string& model, const Mutation& m) {
-  const auto src = pagoda::testing::fixture("models/arch/" + model);
-  auto file = format::GgufFile::open(src.string());
-  if (!file.ok()) return "open: " + file.status().to_string();
-  format::GgufWriter w;
-  for (const format::GgufKv& kv : (*file)->metadata())
-    w.set(std::string(kv.key), GgufWriteValue::copy_of(kv.value));
-  if (m.metadata) m.metadata(w);
-  std::vector<Tensor> tensors;
-  for (const format::GgufTensorInfo& t : (*file)->tensors()) {
-    tensors.push_back(Tensor{std::string(t.name), t.dtype,
-                             std::vector<uint64_t>(t.dims, t.dims + t.n_dims),
-                             std::vector<uint8_t>(t.bytes().begin(), t.bytes().end())});
-  }
-  if (m.tensors) m.tensors(tensors);
-  for (Tensor& t : tensors)
-    w.add_tensor(t.name, t.dtype, t.dims, std::move(t.bytes));
-  const std::string out = (pagoda::testing::binary_dir() / ("arch_load_test_" + model)).string();
-  const Status st = w.write_file(out);
-  if (!st.ok()) return "write: " + st.to_string();
-  auto loaded = loader::load_model(out);
+  auto out = testing::write_gguf_copy(pagoda::testing::fixture("models/arch/" + model), m,
+                                      "arch_load_test_" + model);
+  if (!out.ok()) return "copy: " + out.status().to_string();
+  auto loaded = loader::load_model(*out);
   return loaded.ok() ? "" : loaded.status().to_string();
 }
 
@@ -90,15 +63,69 @@ TEST_F(ArchLoadTest, UnmodifiedCopiesLoad) {
     EXPECT_EQ(load_error(m, {}), "") << m;
 }
 
+// A LongRoPE table added to the phi3 fixture (rope dims 64: 32 factors per table).
+std::function<void(std::vector<Tensor>&)> add_table(const std::string& name, size_t n,
+                                                    float value) {
+  return [name, n, value](std::vector<Tensor>& ts) {
+    ts.push_back(testing::f32_tensor(name, std::vector<float>(n, value)));
+  };
+}
+
 TEST_F(ArchLoadTest, Phi3) {
+  EXPECT_CONTAINS(
+      load_error("phi3-Q8_0.gguf", {nullptr, add_table("rope_factors_long.weight", 32, 2)}),
+      "LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight; "
+      "the model has only the long one");
   EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
                                                 [](std::vector<Tensor>& ts) {
-                                                  ts.push_back(Tensor{"rope_factors_long.weight",
-                                                                      tensor::DType::kF32,
-                                                                      {32},
-                                                                      std::vector<uint8_t>(128)});
+                                                  add_table("rope_factors_long.weight", 32, 2)(ts);
+                                                  add_table("rope_factors_short.weight", 31, 1)(ts);
                                                 }}),
-                  "phi3 LongRoPE scaling (rope_factors_long.weight) is not supported yet");
+                  "tensor 'rope_factors_short.weight' has shape [31] but [32] was expected");
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
+                                                [](std::vector<Tensor>& ts) {
+                                                  add_table("rope_factors_long.weight", 32, 0)(ts);
+                                                  add_table("rope_factors_short.weight", 32, 1)(ts);
+                                                }}),
+                  "rope_factors_long.weight has factor 0");
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
+                                                [](std::vector<Tensor>& ts) {
+                                                  add_table("rope_factors_long.weight", 32, 2)(ts);
+                                                  add_table("rope_factors_short.weight", 32,
+                                                            NAN)(ts);
+                                                }}),
+                  "rope_factors_short.weight has factor nan");
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
+                                                [](std::vector<Tensor>& ts) {
+                                                  add_table("rope_factors_long.weight", 32, 2)(ts);
+                                                  add_table("rope_factors_short.weight", 32, 1)(ts);
+                                                  add_table("rope_freqs.weight", 32, 1)(ts);
+                                                }}),
+                  "rope_freqs.weight and LongRoPE's rope_factors_long/short.weight are both");
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {[](format::GgufWriter& w) {
+                                                  w.set("phi3.rope.scaling.attn_factor",
+                                                        GgufWriteValue::f32(-1.0f));
+                                                },
+                                                nullptr}),
+                  "phi3.rope.scaling.attn_factor -1 is out of range");
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {[](format::GgufWriter& w) {
+                                                  w.set("phi3.rope.scaling.original_context_length",
+                                                        GgufWriteValue::u32(0));
+                                                },
+                                                nullptr}),
+                  "phi3.rope.scaling.original_context_length = 0 is out of range");
+  // Both tables of the right shape, with their keys: it loads.
+  EXPECT_EQ(load_error("phi3-Q8_0.gguf", {[](format::GgufWriter& w) {
+                                            w.set("phi3.rope.scaling.attn_factor",
+                                                  GgufWriteValue::f32(1.2f));
+                                            w.set("phi3.rope.scaling.original_context_length",
+                                                  GgufWriteValue::u32(64));
+                                          },
+                                          [](std::vector<Tensor>& ts) {
+                                            add_table("rope_factors_long.weight", 32, 2)(ts);
+                                            add_table("rope_factors_short.weight", 32, 1)(ts);
+                                          }}),
+            "");
   EXPECT_CONTAINS(
       load_error("phi3-Q8_0.gguf", {nullptr, reshape("blk.1.attn_qkv.weight", {256, 500})}),
       "tensor 'blk.1.attn_qkv.weight' has shape [256, 500] but [256, 512] was expected");

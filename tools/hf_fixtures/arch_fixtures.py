@@ -7,7 +7,7 @@
   from-gguf/deepseek2-f32 arch/deepseek2-Q8_0.gguf in DeepSeek-V2's layout (q_a/q_b,
                           kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, shared_experts);
   random/qwen3-f32, random/qwen3moe-f32, random/qwen3moe-dense-f32, random/gemma3-f32,
-  random/deepseek3-f32, random/deepseek3-yarn-f32
+  random/deepseek3-f32, random/deepseek3-yarn-f32, random/phi3-longrope-f32
                           random Qwen3 (per-head q/k RMSNorm, no biases), Qwen3-MoE (8 experts
                           top-2, renormalised; the -dense one has dense layers by
                           decoder_sparse_step 2 and mlp_only_layers, and norm_topk_prob false),
@@ -17,11 +17,14 @@
                           with e_score_correction_bias, 4 groups of 2 experts of which the best
                           2 groups are eligible, routed_scaling_factor, a shared expert, one
                           multi-token-prediction layer's tensors that are not run; the -yarn one
-                          with DeepSeek's YaRN: mscale on the scores) checkpoints.
+                          with DeepSeek's YaRN: mscale on the scores) checkpoints, and a Phi-3 with
+                          LongRoPE and partial rotary dims (Phi-4-mini's form; its short-table
+                          reference in reference_short.json).
 Each directory has reference.json: logits of a token sequence from the float64 PyTorch forward
 below, written from the published architectures (transformers' modeling_gemma2.py,
-modeling_gemma3.py, modeling_qwen2_moe.py, modeling_qwen3.py, modeling_qwen3_moe.py and
-DeepSeek's modeling_deepseek.py for DeepSeek-V2 and V3), not from pagoda's code.
+modeling_gemma3.py, modeling_qwen2_moe.py, modeling_qwen3.py, modeling_qwen3_moe.py,
+modeling_phi3.py and DeepSeek's modeling_deepseek.py for DeepSeek-V2 and V3), not from pagoda's
+code.
 """
 import math
 import os
@@ -646,3 +649,96 @@ def random_deepseek3(out_dir, vocab_tokens, seed, yarn=False):
                                "beta_fast": 32, "beta_slow": 1, "mscale": 0.707,
                                "mscale_all_dim": 0.707}
     finish_random(out_dir, tensors, cfg, "deepseek3", rng)
+
+
+# ---- Phi-3 LongRoPE -------------------------------------------------------------------------
+
+def phi3_forward(cfg, W, tokens, long_table):
+    """float64 logits [T, vocab] of a Phi-3 decoder as transformers' modeling_phi3.py runs it:
+    fused qkv_proj (q, k, v rows) and gate_up_proj (gate, then up), rotate-half RoPE over the
+    first int(head_dim x partial_rotary_factor) dims of each head with LongRoPE's inverse
+    frequencies 1 / (factor_i x base^(2i / rot)) (long_factor when long_table, else
+    short_factor) and cos/sin times the attention factor sqrt(1 + ln(s) / ln(original)),
+    s = max_position_embeddings / original_max_position_embeddings."""
+    T = len(tokens)
+    H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    D = cfg["hidden_size"] // H
+    rot = int(D * cfg.get("partial_rotary_factor", 1.0))
+    rs = cfg["rope_scaling"]
+    ext = torch.tensor(rs["long_factor"] if long_table else rs["short_factor"], dtype=F64)
+    inv = 1.0 / (ext * cfg["rope_theta"] ** (torch.arange(0, rot, 2, dtype=F64) / rot))
+    orig = cfg["original_max_position_embeddings"]
+    scale = cfg["max_position_embeddings"] / orig
+    magnitude = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0
+    pos = torch.arange(T)
+
+    def rotate(x):
+        return torch.cat([rope(x[..., :rot], pos, 0, inv=inv, magnitude=magnitude),
+                          x[..., rot:]], -1)
+
+    eps = cfg["rms_norm_eps"]
+    x = W["model.embed_tokens.weight"][torch.tensor(tokens)]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, W[p + "input_layernorm.weight"], eps, False)
+        qkv = h @ W[p + "self_attn.qkv_proj.weight"].T
+        q, k, v = qkv.split([H * D, KV * D, KV * D], -1)
+        q, k = rotate(q.reshape(T, H, D)), rotate(k.reshape(T, KV, D))
+        k = k.repeat_interleave(H // KV, dim=1)
+        v = v.reshape(T, KV, D).repeat_interleave(H // KV, dim=1)
+        x = x + attend(q, k, v, D ** -0.5, 0, 0) @ W[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps, False)
+        gate, up = (h @ W[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
+        x = x + (act(gate, False) * up) @ W[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, W["model.norm.weight"], eps, False)
+    return x @ W["lm_head.weight"].T
+
+
+def random_phi3_longrope(out_dir, vocab_tokens, seed):
+    """A random Phi-3 with LongRoPE as Phi-4-mini states it (rope_scaling type longrope,
+    partial_rotary_factor 0.75: 24 of 32 head dims rotate, 12 factors per table), extended from
+    an original context of 64 to 256 (attention factor 1.1547). reference.json: an 80-token
+    sequence, past the original context, which transformers runs with the long factors (as
+    pagoda does when it serves the full 256); reference_short.json: a 14-token one with the
+    short factors (pagoda serving at most 64 tokens: its "served_context")."""
+    rng = np.random.default_rng(seed)
+    V, hidden, H, KV, ffn, L = len(vocab_tokens), 128, 4, 2, 160, 2
+    D = hidden // H
+    rot = int(D * 0.75)
+    tensors, mat, vec = random_tensors(rng)
+    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
+                                            .astype(np.float32))
+    vec("model.norm.weight", hidden)
+    mat("lm_head.weight", V, hidden)
+    for i in range(L):
+        p = f"model.layers.{i}."
+        vec(p + "input_layernorm.weight", hidden)
+        vec(p + "post_attention_layernorm.weight", hidden)
+        mat(p + "self_attn.qkv_proj.weight", (H + 2 * KV) * D, hidden)
+        mat(p + "self_attn.o_proj.weight", hidden, H * D)
+        mat(p + "mlp.gate_up_proj.weight", 2 * ffn, hidden)
+        mat(p + "mlp.down_proj.weight", hidden, ffn)
+    # Real tables grow from ~1 (fast pairs) to tens (slow ones); short ones stay near 1.
+    long_factor = [round(float(f), 6) for f in np.sort(1.0 + 7.0 * rng.random(rot // 2))]
+    short_factor = [round(float(f), 6) for f in 1.0 + 0.25 * rng.random(rot // 2)]
+    cfg = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": hidden,
+           "intermediate_size": ffn, "num_hidden_layers": L, "num_attention_heads": H,
+           "num_key_value_heads": KV, "max_position_embeddings": 256,
+           "original_max_position_embeddings": 64, "partial_rotary_factor": 0.75,
+           "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": V, "hidden_act": "silu",
+           "tie_word_embeddings": False, "torch_dtype": "float32", "sliding_window": None,
+           "rope_scaling": {"type": "longrope", "long_factor": long_factor,
+                            "short_factor": short_factor}}
+    os.makedirs(out_dir, exist_ok=True)
+    mhf.write_checkpoint(out_dir, tensors, 1)
+    mhf.write_json(os.path.join(out_dir, "config.json"), cfg)
+    W = {n: torch.from_numpy(mhf.stored_values(a, d)) for n, (d, a) in tensors.items()}
+    for name, n_tokens, long_table, extra in (("reference.json", 80, True, {}),
+                                              ("reference_short.json", 14, False,
+                                               {"served_context": 64})):
+        tokens = [int(t) for t in rng.integers(0, V, size=n_tokens)]
+        logits = phi3_forward(cfg, W, tokens, long_table)
+        mhf.write_json(os.path.join(out_dir, name),
+                       dict({"tokens": tokens, "dtype": "F32",
+                             "logits": [[round(float(v), 7) for v in row] for row in logits]},
+                            **extra))

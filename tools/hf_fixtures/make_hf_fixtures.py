@@ -625,6 +625,7 @@ RANDOM_SPECS = {
     "gemma3-mm-f32": {"family": "gemma3-mm", "tokenizer": "spm", "seed": 3705},
     "deepseek3-f32": {"family": "deepseek3", "tokenizer": "qwen2", "seed": 3704},
     "deepseek3-yarn-f32": {"family": "deepseek3-yarn", "tokenizer": "qwen2", "seed": 3706},
+    "phi3-longrope-f32": {"family": "phi3-longrope", "tokenizer": "spm", "seed": 3708},
     "mistral-bf16": {"arch": "MistralForCausalLM", "model_type": "mistral", "dtype": "BF16",
                      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
                      "head_dim": 32, "intermediate_size": 160, "num_hidden_layers": 2,
@@ -714,6 +715,7 @@ def make_random(out_root, fixtures):
                     "gemma3": arch_fixtures.random_gemma3,
                     "gemma3-mm": lambda d, t, s: arch_fixtures.random_gemma3(d, t, s, True),
                     "deepseek3": arch_fixtures.random_deepseek3,
+                    "phi3-longrope": arch_fixtures.random_phi3_longrope,
                     "deepseek3-yarn": lambda d, t, s: arch_fixtures.random_deepseek3(
                         d, t, s, yarn=True)}[family]
             make(out_dir, tokens, seed)

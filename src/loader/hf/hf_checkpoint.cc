@@ -145,7 +145,7 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
   }
   c.rope_freq_scale = static_cast<float>(1.0 / factor);
   c.rope_ext_factor = 1.0f;
-  c.rope_yarn_orig_ctx = static_cast<int32_t>(orig);
+  c.rope_orig_ctx = static_cast<int32_t>(orig);
   c.rope_yarn_beta_fast = static_cast<float>(fast);
   c.rope_yarn_beta_slow = static_cast<float>(slow);
   model::extend_yarn_context(c, factor);
@@ -156,6 +156,58 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
     }
     c.rope_attn_factor = static_cast<float>(af / (1.0 + 0.1 * std::log(factor)));
   }
+  return Status();
+}
+
+// rope_scaling type longrope (Phi-3's older name: su), as transformers' Phi-3 computes it
+// (_compute_longrope_parameters): long_factor and short_factor, one divisor per rotated pair (the
+// checkpoint's rope_factors_long/short tensors); the pretrained context from the top-level
+// original_max_position_embeddings (Phi3Config's default 4096; rope_scaling's own when only it
+// has one); the cos/sin scale rope_scaling.attention_factor, else sqrt(1 + ln(s) / ln(original))
+// for s = max_position_embeddings / original when s > 1 (else 1), under both tables.
+Status longrope_from_hf(const format::HfConfig& hf, const format::HfRopeScaling& s,
+                        ModelConfig& c) {
+  if (c.arch != "phi3") {
+    return unimplemented("config.json: rope_scaling type \"{}\" is supported for Phi-3 only",
+                         s.type);
+  }
+  if (s.mscale.has_value() || s.mscale_all_dim.has_value()) {
+    return unimplemented("config.json: rope_scaling ({}) mscale / mscale_all_dim are not supported",
+                         s.type);
+  }
+  const size_t pairs = static_cast<size_t>(c.rope_dims / 2);
+  for (const auto& [name, factors] :
+       {std::pair{"long_factor", &s.long_factor}, std::pair{"short_factor", &s.short_factor}}) {
+    if (factors->size() != pairs) {
+      return invalid_argument(
+          "config.json: rope_scaling.{} has {} factors; the {} rotated dims of a head need {}",
+          name, factors->size(), c.rope_dims, pairs);
+    }
+    for (double v : *factors) {
+      if (!(v > 0) || v > 1e6) {
+        return invalid_argument("config.json: rope_scaling.{} has factor {}", name, v);
+      }
+    }
+  }
+  const int64_t orig = hf.original_max_position_embeddings.value_or(
+      s.original_max_position_embeddings.value_or(4096));
+  if (orig <= 0 || orig > L::kMaxContext) {
+    return invalid_argument("config.json: original_max_position_embeddings {} is out of range",
+                            orig);
+  }
+  const double scale = static_cast<double>(c.context_length) / static_cast<double>(orig);
+  double attention = 1.0;
+  if (s.attention_factor.has_value()) {
+    attention = *s.attention_factor;
+  } else if (scale > 1.0) {
+    attention = std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(orig)));
+  }
+  if (!(attention > 0) || attention > L::kMaxRopeScaling) {
+    return invalid_argument("config.json: rope_scaling ({}) attention factor {} is out of range",
+                            s.type, attention);
+  }
+  c.rope_orig_ctx = static_cast<int32_t>(orig);
+  c.rope_attn_factor = static_cast<float>(attention);
   return Status();
 }
 
@@ -435,6 +487,20 @@ Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap&
   }
   c.rope_theta = static_cast<float>(theta);
   c.rope_dims = c.head_dim;
+  if (hf.partial_rotary_factor) {
+    // The first int(head_dim x factor) dims of each head rotate (Phi-4-mini: 0.75); validate_config
+    // checks the count is even.
+    const double part = *hf.partial_rotary_factor;
+    if (!(part > 0) || part > 1) {
+      return invalid_argument("config.json: partial_rotary_factor {} is out of range (0, 1]", part);
+    }
+    if (part != 1.0 && map->arch != "phi3") {
+      return unimplemented(
+          "config.json: partial_rotary_factor {} is not supported for {} (phi3 has it)", part,
+          map->arch);
+    }
+    c.rope_dims = static_cast<int32_t>(static_cast<double>(c.head_dim) * part);
+  }
   if (map->experts) {
     PAGODA_ASSIGN_OR_RETURN(
         c.num_experts, required_count(hf.num_local_experts, "num_local_experts", L::kMaxExperts));
@@ -469,10 +535,12 @@ Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap&
       }
     } else if (s.type == "yarn") {
       PAGODA_RETURN_IF_ERROR(yarn_from_hf(s, c));
+    } else if (s.type == "longrope" || s.type == "su") {
+      PAGODA_RETURN_IF_ERROR(longrope_from_hf(hf, s, c));
     } else if (s.type != "default" && s.type != "none") {
       return unimplemented(
           "config.json: rope_scaling type \"{}\" is not supported (linear, "
-          "llama3, yarn are)",
+          "llama3, yarn, longrope are)",
           s.type);
     }
   }
@@ -746,6 +814,24 @@ Status HfCheckpoint::map_tensors() {
     r.data = reinterpret_cast<const uint8_t*>(rope_freq_factors_.data());
     r.size_bytes = rope_freq_factors_.size() * sizeof(float);
     tensors_.push_back(std::move(r));
+  }
+  if (hf_config_.rope_scaling &&
+      (hf_config_.rope_scaling->type == "longrope" || hf_config_.rope_scaling->type == "su")) {
+    // LongRoPE's tables as llama.cpp's converter writes them (F32; the decoder picks one).
+    for (const auto& [name, factors] :
+         {std::pair{"rope_factors_long.weight", &hf_config_.rope_scaling->long_factor},
+          std::pair{"rope_factors_short.weight", &hf_config_.rope_scaling->short_factor}}) {
+      std::vector<float> values(factors->begin(), factors->end());
+      HfTensor r;
+      r.gguf_name = name;
+      r.dtype = tensor::DType::kF32;
+      r.n_dims = 1;
+      r.dims[0] = static_cast<int64_t>(values.size());
+      r.data = reinterpret_cast<const uint8_t*>(values.data());
+      r.size_bytes = values.size() * sizeof(float);
+      owned_.push_back(std::move(values));  // (the buffer moves with the vector)
+      tensors_.push_back(std::move(r));
+    }
   }
   if (hf_config_.rope_scaling && hf_config_.rope_scaling->type == "linear") {
     rope_linear_factor_ = 1.0 / config_.rope_freq_scale;

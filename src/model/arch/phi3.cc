@@ -1,8 +1,9 @@
 // phi3: Phi-3 / Phi-3.5 / Phi-4 in GGUF's phi3 layout. Like llama with one fused attn_qkv matrix
 // (q rows, then k, then v) and gate/up fused in ffn_up (gate rows first), NEOX rope over the head,
 // and, when attention.sliding_window is set (Phi-3; Phi-4 has none), that window on every layer
-// as llama.cpp applies it. LongRoPE's per-context factor tables (rope_factors_long/short) are
-// refused by name: they are not implemented yet.
+// as llama.cpp applies it. LongRoPE (Phi-3-128k, Phi-3.5, Phi-4-mini): rope_factors_long/short
+// tables, rope.scaling.attn_factor and original_context_length, bound and chosen by the decoder
+// (model/decoder.cc, use_long_rope_factors).
 #include "model/arch/arch.h"
 
 namespace pagoda::model {
@@ -18,19 +19,8 @@ Status configure_phi3(ModelConfig& c) {
   return Status();
 }
 
-Result<std::unique_ptr<Model>> build_phi3(const ModelConfig& config,
-                                          std::unique_ptr<TensorSource> source,
-                                          backend::Backend& backend) {
-  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
-    if (source->find(name) != nullptr) {
-      return unimplemented("phi3 LongRoPE scaling ({}) is not supported yet", name);
-    }
-  }
-  return build_decoder(config, std::move(source), backend);
-}
-
 }  // namespace
 
-const ArchDef kPhi3Arch = {"phi3", &configure_phi3, &build_phi3};
+const ArchDef kPhi3Arch = {"phi3", &configure_phi3, &build_decoder};
 
 }  // namespace pagoda::model

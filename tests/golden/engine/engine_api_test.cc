@@ -9,10 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "format/gguf_file.h"
-#include "format/gguf_writer.h"
+#include "golden/gguf_copy.h"
 #include "pagoda/engine.h"
-#include "test_support.h"
 
 namespace pagoda {
 namespace {
@@ -33,21 +31,15 @@ EngineConfig small_config(const std::string& path) {
 
 // Copies the fixture model with tokenizer.chat_template set to `tmpl`.
 std::string write_model_with_template(const std::string& tmpl) {
-  auto file = format::GgufFile::open(model_path());
-  EXPECT_TRUE(file.ok());
-  format::GgufWriter w;
-  for (const format::GgufKv& kv : (*file)->metadata())
-    w.set(std::string(kv.key), format::GgufWriteValue::copy_of(kv.value));
-  w.set("tokenizer.chat_template", format::GgufWriteValue::string(tmpl));
-  for (const format::GgufTensorInfo& t : (*file)->tensors()) {
-    std::vector<uint64_t> dims(t.dims, t.dims + t.n_dims);
-    w.add_tensor(std::string(t.name), t.dtype, dims,
-                 std::vector<uint8_t>(t.bytes().begin(), t.bytes().end()));
-  }
-  const std::string out = (pagoda::testing::binary_dir() / "engine_api_test_model.gguf").string();
-  const Status st = w.write_file(out);
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  return out;
+  auto out = testing::write_gguf_copy(model_path(),
+                                      {[&](format::GgufWriter& w) {
+                                         w.set("tokenizer.chat_template",
+                                               format::GgufWriteValue::string(tmpl));
+                                       },
+                                       nullptr},
+                                      "engine_api_test_model.gguf");
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? *out : "";
 }
 
 TEST(EngineApi, CreateErrorsNameTheField) {

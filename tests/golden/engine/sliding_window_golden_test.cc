@@ -16,10 +16,8 @@
 #include <map>
 #include <mutex>
 
-#include "format/gguf_file.h"
-#include "format/gguf_writer.h"
+#include "golden/gguf_copy.h"
 #include "pagoda/engine.h"
-#include "test_support.h"
 
 namespace pagoda {
 namespace {
@@ -31,22 +29,15 @@ constexpr const char* kArchs[] = {"phi3", "gemma2"};
 std::string small_window_model(const std::string& arch) {
   const auto src = pagoda::testing::fixture("models/arch/" + arch + "-Q8_0.gguf");
   if (!std::filesystem::exists(src)) return "";
-  auto file = format::GgufFile::open(src.string());
-  EXPECT_TRUE(file.ok()) << file.status().to_string();
-  if (!file.ok()) return "";
-  format::GgufWriter w;
-  for (const format::GgufKv& kv : (*file)->metadata())
-    w.set(std::string(kv.key), format::GgufWriteValue::copy_of(kv.value));
-  w.set(arch + ".attention.sliding_window", format::GgufWriteValue::u32(kWindow));
-  for (const format::GgufTensorInfo& t : (*file)->tensors()) {
-    w.add_tensor(std::string(t.name), t.dtype, std::vector<uint64_t>(t.dims, t.dims + t.n_dims),
-                 std::vector<uint8_t>(t.bytes().begin(), t.bytes().end()));
-  }
-  const std::string out =
-      (pagoda::testing::binary_dir() / ("sliding_window_" + arch + ".gguf")).string();
-  const Status st = w.write_file(out);
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  return st.ok() ? out : "";
+  auto out = testing::write_gguf_copy(src,
+                                      {[&](format::GgufWriter& w) {
+                                         w.set(arch + ".attention.sliding_window",
+                                               format::GgufWriteValue::u32(kWindow));
+                                       },
+                                       nullptr},
+                                      "sliding_window_" + arch + ".gguf");
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? *out : "";
 }
 
 // A cache no run here fills (no preemption: the peaks compare what the sequences hold).

@@ -189,8 +189,17 @@ double dtype_tolerance(const std::string& dtype) {
 }
 
 // max over rows of max |ours - ref| / std(ref row), for the reference's token sequence.
+// A reference's "served_context" (LongRoPE: the table it was computed with) is given to the model.
+Result<loader::LoadedModel> load_for(const std::string& model_path, const nlohmann::json& ref) {
+  PAGODA_ASSIGN_OR_RETURN(loader::LoadedModel loaded, loader::load_model(model_path));
+  if (ref.contains("served_context")) {
+    loaded.model->set_served_context(ref["served_context"].get<int32_t>());
+  }
+  return loaded;
+}
+
 double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::json& ref) {
-  auto loaded = loader::load_model(model_path);
+  auto loaded = load_for(model_path, ref);
   EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
   if (!loaded.ok()) return INFINITY;
   const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
@@ -229,7 +238,7 @@ double worst_ratio_vs_pytorch(const std::string& model_path, const nlohmann::jso
 // decode path (Gemma 3's 4-token window and local rope across blocks, routing of single tokens)
 // gives the reference's rows too. Max over rows of max |ours - ref| / std(ref row).
 double worst_ratio_token_by_token(const std::string& model_path, const nlohmann::json& ref) {
-  auto loaded = loader::load_model(model_path);
+  auto loaded = load_for(model_path, ref);
   EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
   if (!loaded.ok()) return INFINITY;
   const auto tokens = ref["tokens"].get<std::vector<int32_t>>();
@@ -745,6 +754,15 @@ const FamilyCase kFamilyCases[] = {
       "deepseek2.rope.scaling.original_context_length",
       "deepseek2.rope.scaling.yarn_log_multiplier"},
      {"blk.0.attn_kv_a_mqa.weight", nullptr, nullptr}},
+    // Phi-3's LongRoPE with partial rotary dims (Phi-4-mini's form): reference.json is 80 tokens,
+    // past the original context of 64, which transformers runs with the long factors, as pagoda
+    // does serving the whole context (256); the short table: HfLongRopeTest.
+    {"phi3-longrope-f32",
+     "phi3",
+     nullptr,
+     {"phi3.rope.scaling.attn_factor", "phi3.rope.scaling.original_context_length",
+      "phi3.rope.dimension_count", nullptr},
+     {"rope_factors_long.weight", "rope_factors_short.weight", "blk.1.attn_qkv.weight"}},
 };
 
 class HfFamilyTest : public ::testing::TestWithParam<FamilyCase> {};
@@ -756,7 +774,7 @@ TEST_P(HfFamilyTest, MatchesPyTorchFloat64) {
   const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
   const double worst = worst_ratio_vs_pytorch(dir.string(), ref);
   EXPECT_LE(worst, tol) << GetParam().dir;
-  std::printf("dir %s: max |dlogit|/std = %.4f (limit %.2f)\n", GetParam().dir, worst, tol);
+  std::printf("dir %s: max |dlogit|/std = %.2e (limit %.2f)\n", GetParam().dir, worst, tol);
 }
 
 // Token by token (worst_ratio_token_by_token).
@@ -813,6 +831,44 @@ INSTANTIATE_TEST_SUITE_P(Dirs, HfFamilyTest, ::testing::ValuesIn(kFamilyCases),
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+
+// The short table: reference_short.json (14 tokens, computed with the short factors) with the
+// model serving at most the original context (its "served_context", 64), from the directory and
+// from its F32 conversion; the converted file states the long table's choice as llama.cpp reads it
+// (original_context_length) and the attention factor transformers derives (sqrt(1 + ln 4 / ln
+// 64)).
+TEST(HfLongRopeTest, ShortTableWithinTheOriginalContext) {
+  REQUIRE_HF_FIXTURES(root);
+  const fs::path dir = root / "random/phi3-longrope-f32";
+  const nlohmann::json ref = read_json(dir / "reference_short.json");
+  ASSERT_EQ(ref["served_context"].get<int32_t>(), 64);
+  const double tol = dtype_tolerance(ref["dtype"].get<std::string>());
+  const double short_worst = worst_ratio_vs_pytorch(dir.string(), ref);
+  EXPECT_LE(short_worst, tol);
+  EXPECT_LE(worst_ratio_token_by_token(dir.string(), ref), tol);
+  // Served past the original context the same tokens take the long table: far from this
+  // reference (the check above can fail).
+  nlohmann::json long_served = ref;
+  long_served["served_context"] = 65;
+  const double long_worst = worst_ratio_vs_pytorch(dir.string(), long_served);
+  EXPECT_GT(long_worst, 10 * tol);
+  std::printf("phi3-longrope-f32 short table: max |dlogit|/std = %.2e served 64, %.3f served 65\n",
+              short_worst, long_worst);
+
+  const fs::path out = testing::scratch_dir() / "phi3-longrope-short-F32.gguf";
+  const auto r = testing::run_pagoda({"convert", dir.string(), out.string(), "--type", "F32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto parsed = format::GgufFile::open(out.string());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  const auto orig = (*parsed)->get_uint("phi3.rope.scaling.original_context_length");
+  const auto attn = (*parsed)->get_float("phi3.rope.scaling.attn_factor");
+  const auto dims = (*parsed)->get_uint("phi3.rope.dimension_count");
+  ASSERT_TRUE(orig.ok() && attn.ok() && dims.ok());
+  EXPECT_EQ(*orig, 64u);
+  EXPECT_NEAR(*attn, std::sqrt(1 + std::log(4.0) / std::log(64.0)), 1e-6);
+  EXPECT_EQ(*dims, 24u);
+  EXPECT_LE(worst_ratio_vs_pytorch(out.string(), ref), tol);
+}
 
 TEST(HfFamilyRefusalTest, qwen3moe) {
   REQUIRE_HF_FIXTURES(root);

@@ -31,9 +31,11 @@
 //     arch/deepseek2-Q8_0, whose KV bytes per token must stay the whole latent row while the
 //     equivalent MHA figure halves, and PP=2 on arch/gemma2-Q8_0, whose local and global
 //     layers keep two KV groups sharing arrays: each step message carries the local table,
-//     each stage maps its own layers to arrays; -np 4: TP=2 x PP=2): token-identical to one
-//     process.
+//     each stage maps its own layers to arrays, and TP=2 on random/phi3-longrope-f32 served at
+//     max_model_len 64, its original context, where every rank must take the short LongRoPE
+//     table; -np 4: TP=2 x PP=2): token-identical to one process.
 // Exits 0 when every check passes; a failure makes rank 0 end the job non-zero.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -142,13 +144,14 @@ void compare_logits(const std::string& path, const std::string& name, int32_t tp
   }
 }
 
-EngineConfig engine_config(const std::string& path, int32_t tp, int32_t pp = 1, bool ep = false) {
+EngineConfig engine_config(const std::string& path, int32_t tp, int32_t pp = 1, bool ep = false,
+                           int32_t max_model_len = 256) {
   EngineConfig c;
   c.model_path = path;
   c.kv_cache_bytes = 32ull << 20;
   c.max_num_seqs = 16;
   c.max_num_batched_tokens = 64;  // prompts arrive in chunks
-  c.max_model_len = 256;
+  c.max_model_len = max_model_len;
   c.num_threads = 1;
   c.warm_up = false;
   c.tensor_parallel_size = tp;
@@ -159,11 +162,12 @@ EngineConfig engine_config(const std::string& path, int32_t tp, int32_t pp = 1, 
 
 using Tokens = std::map<std::pair<std::string, int32_t>, std::vector<int32_t>>;
 
-// 16 concurrent greedy requests (every fourth with n = 2; half share a 20-token prefix).
+// 16 concurrent greedy requests (every fourth with n = 2; half share a 20-token prefix), prompts
+// of up to 112 tokens (fewer when max_model_len leaves less room).
 Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1, EngineStats* stats = nullptr,
-                  bool ep = false) {
+                  bool ep = false, int32_t max_model_len = 256) {
   const std::string mode = tp * pp == 1 ? "single process" : layout(tp, pp, ep);
-  auto created = Engine::create(engine_config(path, tp, pp, ep));
+  auto created = Engine::create(engine_config(path, tp, pp, ep, max_model_len));
   if (!created.ok()) {
     check(false, "engine " + mode + ": " + created.status().message());
     return {};
@@ -181,7 +185,9 @@ Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1, EngineSta
     GenerateRequest r;
     r.request_id = "r" + std::to_string(i);
     if (i % 2 == 0) r.prompt_tokens = prefix;
-    const int len = 3 + static_cast<int>(rng() % 90);
+    const int len =
+        3 +
+        static_cast<int>(rng() % std::min<uint32_t>(90, static_cast<uint32_t>(max_model_len - 39)));
     for (int k = 0; k < len; ++k)
       r.prompt_tokens.push_back(100 + static_cast<int32_t>(rng() % 20000));
     r.sampling.temperature = 0;
@@ -228,6 +234,7 @@ struct Load {
   double limit = 0.02;         // max |split - whole| / the row's std
   std::string reference = {};  // compared with this model whole (a path) instead
   bool ep = false;  // --expert-parallel: whole experts per rank (else every expert's width split)
+  int32_t max_model_len = 256;  // engine loads
 };
 
 std::string path_of(const std::string& dir, const std::string& hf_dir, const std::string& name) {
@@ -319,6 +326,13 @@ int main(int argc, char** argv) {
                     {"moe-Q8_0", 2, 1},
                     {.name = "moe-Q8_0", .tp = 2, .pp = 1, .ep = true},
                     {"arch/gemma2-Q8_0", 1, 2}};
+    if (have_hf) {
+      // LongRoPE served within the original context (64 of 256): the short table, which every
+      // worker must choose as rank 0 does (a worker left at the model's whole context would
+      // rotate by the long one).
+      engine_loads.push_back(
+          {.name = "hf:random/phi3-longrope-f32", .tp = 2, .pp = 1, .max_model_len = 64});
+    }
   } else {
     for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "arch/deepseek2-Q8_0"})
       logit_loads.push_back({m, 2, 2});
@@ -328,8 +342,8 @@ int main(int argc, char** argv) {
     // One shard or stage per split model rank 0 loads, in the same order.
     for (const auto& loads : {logit_loads, engine_loads}) {
       for (const Load& l : loads) {
-        Status s =
-            run_parallel_worker(engine_config(path_of(dir, hf_dir, l.name), l.tp, l.pp, l.ep));
+        Status s = run_parallel_worker(
+            engine_config(path_of(dir, hf_dir, l.name), l.tp, l.pp, l.ep, l.max_model_len));
         if (!s.ok()) return finish_parallel(1, s.message());
       }
     }
@@ -350,11 +364,11 @@ int main(int argc, char** argv) {
     auto it = whole.find(l.name);
     if (it == whole.end()) {
       EngineStats s;
-      Tokens t = run_engine(path, 1, 1, &s);
+      Tokens t = run_engine(path, 1, 1, &s, false, l.max_model_len);
       it = whole.emplace(l.name, std::pair{std::move(t), s}).first;
     }
     EngineStats split;
-    compare_engines(it->second.first, run_engine(path, l.tp, l.pp, &split, l.ep),
+    compare_engines(it->second.first, run_engine(path, l.tp, l.pp, &split, l.ep, l.max_model_len),
                     layout(l.tp, l.pp, l.ep) + " (" + l.name + ")");
     const EngineStats& one = it->second.second;
     if (one.kv_bytes_per_token_mha > 0 && l.pp == 1) {

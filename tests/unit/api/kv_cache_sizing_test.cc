@@ -1,6 +1,7 @@
 // KV cache sizing helpers: /proc/meminfo parsing (real and malformed text), the byte budget from
 // bytes or a fraction, the dtype names, and the block bytes / block counts per dtype that
-// Engine::create sizes the cache with (hand-computed; q8_0 = 34 bytes per 32 values).
+// Engine::create sizes the cache with (hand-computed; q8_0 = 34 bytes per 32 values), and the
+// max_model_len in effect.
 #include "api/kv_cache_sizing.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,21 @@
 
 namespace pagoda::api {
 namespace {
+
+// max_model_len as rank 0's engine and every worker resolve it (a LongRoPE model's table
+// depends on it): 0 is the model's context; above it clamped or refused; at least 2.
+TEST(KvCacheSizing, ResolvesMaxModelLen) {
+  EXPECT_EQ(*resolve_max_model_len(0, false, 4096), 4096);
+  EXPECT_EQ(*resolve_max_model_len(64, false, 4096), 64);
+  EXPECT_EQ(*resolve_max_model_len(8192, true, 4096), 4096);
+  const auto refused = resolve_max_model_len(8192, false, 4096);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "max_model_len (8192) exceeds the model's context length (4096)");
+  EXPECT_FALSE(resolve_max_model_len(1, false, 4096).ok());
+  EXPECT_FALSE(resolve_max_model_len(-1, true, 4096).ok());
+  EXPECT_FALSE(resolve_max_model_len(0, false, 1).ok());
+}
 
 TEST(KvCacheSizing, ParsesMemAvailable) {
   const std::string meminfo =

@@ -58,6 +58,30 @@ TEST(GgufModelConfigTest, LlamaSlidingWindowOnEveryLayer) {
   EXPECT_EQ(q.uniform_sliding_window(), 512);
 }
 
+// Read under every scaling type, as llama.cpp reads them: original_context_length (LongRoPE's
+// long/short choice) and attn_factor (phi3's LongRoPE files carry both, without a scaling type).
+TEST(GgufModelConfigTest, OriginalContextAndAttnFactorWithoutYarn) {
+  using V = format::GgufWriteValue;
+  auto c = gguf_config({{"llama.rope.scaling.original_context_length", V::u32(512)},
+                        {"llama.rope.scaling.attn_factor", V::f32(1.25f)}});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->rope_orig_ctx, 512);
+  EXPECT_EQ(c->rope_attn_factor, 1.25f);
+  EXPECT_EQ(c->rope_ext_factor, 0.0f);
+  EXPECT_EQ(c->context_length, 2048);
+  EXPECT_TRUE(model::use_long_rope_factors(*c, 513));
+  EXPECT_FALSE(model::use_long_rope_factors(*c, 512));
+  auto none = gguf_config({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->rope_orig_ctx, 0);
+  EXPECT_FALSE(model::use_long_rope_factors(*none, 1 << 20));
+  auto bad = gguf_config({{"llama.rope.scaling.attn_factor", V::f32(0.0f)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("llama.rope.scaling.attn_factor 0 is out of range"),
+            std::string::npos)
+      << bad.status().to_string();
+}
+
 TEST(GgufModelConfigTest, YarnScaling) {
   using V = format::GgufWriteValue;
   auto c = gguf_config({{"llama.rope.scaling.type", V::string("yarn")},
@@ -68,7 +92,7 @@ TEST(GgufModelConfigTest, YarnScaling) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_FLOAT_EQ(c->rope_freq_scale, 0.25f);
   EXPECT_EQ(c->rope_ext_factor, 1.0f);
-  EXPECT_EQ(c->rope_yarn_orig_ctx, 1024);
+  EXPECT_EQ(c->rope_orig_ctx, 1024);
   EXPECT_EQ(c->rope_attn_factor, 0.5f);
   EXPECT_EQ(c->rope_yarn_beta_fast, 16.0f);
   EXPECT_EQ(c->rope_yarn_beta_slow, 1.0f);
@@ -78,7 +102,7 @@ TEST(GgufModelConfigTest, YarnScaling) {
   auto d = gguf_config(
       {{"llama.rope.scaling.type", V::string("yarn")}, {"llama.rope.scaling.factor", V::f32(2)}});
   ASSERT_TRUE(d.ok()) << d.status().to_string();
-  EXPECT_EQ(d->rope_yarn_orig_ctx, 2048);
+  EXPECT_EQ(d->rope_orig_ctx, 2048);
   EXPECT_EQ(d->rope_attn_factor, 1.0f);
   EXPECT_EQ(d->rope_yarn_beta_fast, 32.0f);
   EXPECT_EQ(d->context_length, 4096);

@@ -92,6 +92,93 @@ TEST(HfModelConfigTest, Phi3SlidingWindow) {
   EXPECT_NE(hc.status().message().find("sliding_window"), std::string::npos);
 }
 
+// Phi-3's LongRoPE (Phi-3-mini-128k / Phi-3.5 / Phi-4-mini configs): the attention factor as
+// transformers derives it, sqrt(1 + ln(s) / ln(original)) for s = 131072 / 4096 (1.1902), the
+// original context from the top level (Phi3Config's default 4096 without one), partial rotary
+// dims; bad tables and other families refused by name.
+TEST(HfModelConfigTest, Phi3LongRope) {
+  const auto phi3 = [](const std::string& extra, int pairs, const std::string& type = "longrope") {
+    std::string factors;
+    for (int i = 0; i < pairs; ++i)
+      factors += (i ? ", " : "") + std::to_string(1.0 + i * 0.5);
+    return R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 3072,
+      "intermediate_size": 8192, "num_hidden_layers": 2, "num_attention_heads": 24,
+      "num_key_value_heads": 8, "max_position_embeddings": 131072, "vocab_size": 200064,
+      "hidden_act": "silu", )" +
+           extra + R"("rope_scaling": {"type": ")" + type + R"(", "long_factor": [)" + factors +
+           R"(], "short_factor": [)" + factors + "]}}";
+  };
+  const auto load = [](const std::string& text) -> Result<model::ModelConfig> {
+    PAGODA_ASSIGN_OR_RETURN(format::HfConfig hf, parse_hf_config(text));
+    return model_config_from_hf(hf, nullptr);
+  };
+  // Phi-4-mini: head_dim 128, partial_rotary_factor 0.75: 96 rotated dims, 48 factors.
+  auto c = load(phi3(R"("original_max_position_embeddings": 4096, "partial_rotary_factor": 0.75,
+                        )",
+                     48));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->rope_dims, 96);
+  EXPECT_EQ(c->rope_orig_ctx, 4096);
+  EXPECT_EQ(c->context_length, 131072);
+  EXPECT_NEAR(c->rope_attn_factor, std::sqrt(1 + std::log(32.0) / std::log(4096.0)), 1e-6);
+  EXPECT_NEAR(c->rope_attn_factor, 1.1902, 1e-4);
+  EXPECT_EQ(c->rope_ext_factor, 0.0f);
+  EXPECT_EQ(c->rope_freq_scale, 1.0f);
+  EXPECT_TRUE(model::use_long_rope_factors(*c, 4097));
+  EXPECT_FALSE(model::use_long_rope_factors(*c, 4096));
+  // Phi-3's older type name, the original context from Phi3Config's default, all 64 head dims.
+  auto su = load(phi3("", 64, "su"));
+  ASSERT_TRUE(su.ok()) << su.status().to_string();
+  EXPECT_EQ(su->rope_dims, 128);
+  EXPECT_EQ(su->rope_orig_ctx, 4096);
+  // An explicit attention_factor wins.
+  std::string explicit_af = phi3(R"("partial_rotary_factor": 0.75, )", 48);
+  explicit_af.insert(explicit_af.find("\"long_factor\""), R"("attention_factor": 1.5, )");
+  auto af = load(explicit_af);
+  ASSERT_TRUE(af.ok()) << af.status().to_string();
+  EXPECT_FLOAT_EQ(af->rope_attn_factor, 1.5f);
+  // Not extended (original = max_position_embeddings): factor 1.
+  auto same = load(phi3(R"("original_max_position_embeddings": 131072, )", 64));
+  ASSERT_TRUE(same.ok()) << same.status().to_string();
+  EXPECT_EQ(same->rope_attn_factor, 1.0f);
+  EXPECT_FALSE(model::use_long_rope_factors(*same, 131072));
+
+  const auto error = [&](const std::string& text) {
+    auto r = load(text);
+    return r.ok() ? std::string("<ok>") : r.status().message();
+  };
+  EXPECT_NE(error(phi3(R"("partial_rotary_factor": 0.75, )", 47))
+                .find("rope_scaling.long_factor has 47 factors; the 96 rotated dims of a head "
+                      "need 48"),
+            std::string::npos);
+  std::string zero = phi3("", 64);
+  zero.replace(zero.find("[1.000000"), 9, "[0.000000");
+  EXPECT_NE(error(zero).find("rope_scaling.long_factor has factor 0"), std::string::npos)
+      << error(zero);
+  EXPECT_NE(error(phi3(R"("original_max_position_embeddings": 0, )", 64))
+                .find("original_max_position_embeddings 0 is out of range"),
+            std::string::npos);
+  EXPECT_NE(error(phi3(R"("partial_rotary_factor": 1.5, )", 64))
+                .find("partial_rotary_factor 1.5 is out of range"),
+            std::string::npos);
+  std::string wrong_type = phi3("", 64);
+  wrong_type.replace(wrong_type.find("\"short_factor\": ["), 17, R"("short_factor": "x", "y": [)");
+  EXPECT_NE(error(wrong_type).find("rope_scaling.short_factor is \"x\", not a list of numbers"),
+            std::string::npos)
+      << error(wrong_type);
+  std::string llama = kLlama;
+  llama.replace(llama.find("\"rope_scaling\": null"), 20,
+                R"("rope_scaling": {"type": "longrope", "long_factor": [1], "short_factor": [1]})");
+  EXPECT_NE(error(llama).find("rope_scaling type \"longrope\" is supported for Phi-3 only"),
+            std::string::npos)
+      << error(llama);
+  std::string partial = kLlama;
+  partial.replace(partial.find("\"rope_scaling\": null"), 20, R"("partial_rotary_factor": 0.5)");
+  EXPECT_NE(error(partial).find("partial_rotary_factor 0.5 is not supported for llama"),
+            std::string::npos)
+      << error(partial);
+}
+
 // The families' own rules for config.json's sliding_window (transformers' configs): Mistral and
 // Mixtral on every layer; LlamaConfig has none (ignored); Qwen2 only with use_sliding_window, from
 // layer max_window_layers on; the other Qwen families' use_sliding_window is refused by name.
@@ -162,7 +249,7 @@ TEST(HfModelConfigTest, YarnScaling) {
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_FLOAT_EQ(c->rope_freq_scale, 0.25f);
   EXPECT_EQ(c->rope_ext_factor, 1.0f);
-  EXPECT_EQ(c->rope_yarn_orig_ctx, 1024);
+  EXPECT_EQ(c->rope_orig_ctx, 1024);
   EXPECT_EQ(c->rope_yarn_beta_fast, 16.0f);
   EXPECT_EQ(c->rope_yarn_beta_slow, 1.0f);
   // HF's attention_factor is the whole cos/sin scale; GGUF's attn_factor multiplies ggml's
