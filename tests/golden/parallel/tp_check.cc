@@ -178,9 +178,12 @@ Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1, EngineSta
   Tokens out;
   int finals = 0, expected = 0;
   std::mt19937 rng(7);
+  // Ids in [100, 20100), or the vocabulary's range above 100 (the HF fixtures' tiny ones).
+  const auto id_range =
+      static_cast<uint32_t>(std::min(20000, engine.model_info().vocab_size - 100));
   std::vector<int32_t> prefix;
   for (int k = 0; k < 20; ++k)
-    prefix.push_back(100 + static_cast<int32_t>(rng() % 20000));
+    prefix.push_back(100 + static_cast<int32_t>(rng() % id_range));
   for (int i = 0; i < 16; ++i) {
     GenerateRequest r;
     r.request_id = "r" + std::to_string(i);
@@ -189,7 +192,7 @@ Tokens run_engine(const std::string& path, int32_t tp, int32_t pp = 1, EngineSta
         3 +
         static_cast<int>(rng() % std::min<uint32_t>(90, static_cast<uint32_t>(max_model_len - 39)));
     for (int k = 0; k < len; ++k)
-      r.prompt_tokens.push_back(100 + static_cast<int32_t>(rng() % 20000));
+      r.prompt_tokens.push_back(100 + static_cast<int32_t>(rng() % id_range));
     r.sampling.temperature = 0;
     r.stop.max_tokens = 4 + static_cast<int32_t>(rng() % 12);
     r.stop.ignore_eos = true;
