@@ -50,10 +50,16 @@ int run_inspect_dir(const std::string& path) {
       "config: layers {}, hidden {}, heads {} (kv {}), head_dim {}, ffn {}, vocab {}, context {}",
       c.num_layers, c.hidden_dim, c.num_heads, c.num_kv_heads, c.head_dim, c.ffn_dim, c.vocab_size,
       c.context_length));
+  std::string rope_tables = ck.rope_freq_factors().empty() ? "" : ", llama3 rope factors";
+  if (ck.find("rope_factors_long.weight") != nullptr) {
+    rope_tables = fmt::format(
+        ", LongRoPE long/short factors (the long ones past {} served tokens), attention factor "
+        "{:.4f}",
+        c.rope_orig_ctx, c.rope_attn_factor);
+  }
   line(
       fmt::format("        rms_norm_eps {}, rope theta {} dims {} (rotate-half), linear scale {}{}",
-                  c.rms_norm_eps, c.rope_theta, c.rope_dims, ck.rope_linear_factor(),
-                  ck.rope_freq_factors().empty() ? "" : ", llama3 rope factors"));
+                  c.rms_norm_eps, c.rope_theta, c.rope_dims, ck.rope_linear_factor(), rope_tables));
   if (c.num_experts > 0) {
     line(fmt::format("        experts {} (top-{})", c.num_experts, c.num_experts_used));
   }

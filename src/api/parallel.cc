@@ -84,11 +84,13 @@ Status run_parallel_worker(const EngineConfig& config) {
       config.model_path, api::model_backend(config.tensor_parallel_size,
                                             config.pipeline_parallel_size, config.expert_parallel));
   if (!loaded.ok()) comm.abort(1, "cannot load my shard: " + loaded.status().message());
-  // As rank 0's engine does (a LongRoPE model's table depends on it); rank 0 refuses a bad one.
-  auto max_model_len = api::resolve_max_model_len(config.max_model_len, config.clamp_max_model_len,
-                                                  loaded->model->config().context_length);
-  if (!max_model_len.ok()) comm.abort(1, max_model_len.status().message());
-  loaded->model->set_served_context(*max_model_len);
+  // As rank 0's engine resolves max_model_len (a LongRoPE model's table depends on it). A value
+  // rank 0 would refuse ends the job there: clamped here, a worker never fails on it. Beside a
+  // rank 0 that runs the model without an engine (bench, tp_check's logits), max_model_len 0 (or
+  // at least the context) leaves the whole context, as rank 0's model has by default.
+  const auto max_model_len = api::resolve_max_model_len(config.max_model_len, /*clamp=*/true,
+                                                        loaded->model->config().context_length);
+  if (max_model_len.ok()) loaded->model->set_served_context(*max_model_len);
   return loaded->model->run_worker();
 }
 

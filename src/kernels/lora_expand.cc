@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "kernels/cpu/act_layout.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quantize_rows.h"
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/team_op.h"
 
@@ -125,14 +126,7 @@ const uint8_t* converted(const cpu::CpuKernels& k, ThreadActs& t, const GroupedI
         k.group_acts_bytes != nullptr ? k.group_acts_bytes(a, l, in.m) : size_t{0};
     const size_t rows_bytes = static_cast<size_t>(in.m) * l.row_bytes;
     uint8_t* dst = t.buffer(rows_bytes + grouped);
-    if (in.rows == nullptr) {
-      k.quantize_acts(l, in.x, in.m, dst);
-    } else {
-      for (int64_t i = 0; i < in.m; ++i) {
-        k.quantize_acts(l, in.x + static_cast<int64_t>(in.rows[i]) * a.cols, 1,
-                        dst + static_cast<size_t>(i) * l.row_bytes);
-      }
-    }
+    cpu::quantize_rows(k, l, in.x, in.rows, a.cols, 0, in.m, dst);
     if (grouped > 0) {
       k.group_acts(l, dst, in.m, 0, 1, dst + rows_bytes);
       l.grouped = true;

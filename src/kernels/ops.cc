@@ -29,6 +29,7 @@
 #include "base/check.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/packed_layout.h"
+#include "kernels/cpu/quantize_rows.h"
 #include "kernels/cpu/reference/ops_ref.h"
 #include "kernels/isa.h"
 #include "kernels/matmul_observer.h"
@@ -327,8 +328,8 @@ void convert_slot_rows(const cpu::CpuKernels& k, const ActSlot& s, const Grouped
                        int64_t cols, int64_t a, int64_t b, uint8_t* acts, float* gather) {
   const cpu::ActLayout& l = s.layout;
   uint8_t* dst = acts + s.offset + static_cast<size_t>(a) * l.row_bytes;
-  if (in.rows == nullptr && s.order == nullptr && s.zero_group == 0) {
-    k.quantize_acts(l, in.x + a * cols, b - a, dst);
+  if (s.order == nullptr && s.zero_group == 0) {
+    cpu::quantize_rows(k, l, in.x, in.rows, cols, a, b, dst);
     return;
   }
   const int64_t zg = s.zero_group;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "golden/gguf_copy.h"
@@ -63,69 +64,47 @@ TEST_F(ArchLoadTest, UnmodifiedCopiesLoad) {
     EXPECT_EQ(load_error(m, {}), "") << m;
 }
 
-// A LongRoPE table added to the phi3 fixture (rope dims 64: 32 factors per table).
-std::function<void(std::vector<Tensor>&)> add_table(const std::string& name, size_t n,
-                                                    float value) {
-  return [name, n, value](std::vector<Tensor>& ts) {
-    ts.push_back(testing::f32_tensor(name, std::vector<float>(n, value)));
+// Metadata key `key` set to `value`.
+Mutation set_key(const std::string& key, GgufWriteValue value) {
+  return {[key, value](format::GgufWriter& w) { w.set(key, value); }, nullptr};
+}
+
+// LongRoPE tables added to the phi3 fixture (rope dims 64: 32 factors each): `n` factors of
+// `value` per table, in order.
+std::function<void(std::vector<Tensor>&)> add_tables(
+    std::vector<std::tuple<std::string, size_t, float>> tables) {
+  return [tables](std::vector<Tensor>& ts) {
+    for (const auto& [name, n, value] : tables)
+      ts.push_back(testing::f32_tensor(name, std::vector<float>(n, value)));
   };
 }
 
 TEST_F(ArchLoadTest, Phi3) {
-  EXPECT_CONTAINS(
-      load_error("phi3-Q8_0.gguf", {nullptr, add_table("rope_factors_long.weight", 32, 2)}),
-      "LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight; "
-      "the model has only the long one");
-  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
-                                                [](std::vector<Tensor>& ts) {
-                                                  add_table("rope_factors_long.weight", 32, 2)(ts);
-                                                  add_table("rope_factors_short.weight", 31, 1)(ts);
-                                                }}),
+  const std::string kLong = "rope_factors_long.weight", kShort = "rope_factors_short.weight";
+  const auto tables_error = [](std::vector<std::tuple<std::string, size_t, float>> t) {
+    return load_error("phi3-Q8_0.gguf", {nullptr, add_tables(std::move(t))});
+  };
+  EXPECT_CONTAINS(tables_error({{kLong, 32, 2}}),
+                  "LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight; "
+                  "the model has only the long one");
+  EXPECT_CONTAINS(tables_error({{kLong, 32, 2}, {kShort, 31, 1}}),
                   "tensor 'rope_factors_short.weight' has shape [31] but [32] was expected");
-  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
-                                                [](std::vector<Tensor>& ts) {
-                                                  add_table("rope_factors_long.weight", 32, 0)(ts);
-                                                  add_table("rope_factors_short.weight", 32, 1)(ts);
-                                                }}),
+  EXPECT_CONTAINS(tables_error({{kLong, 32, 0}, {kShort, 32, 1}}),
                   "rope_factors_long.weight has factor 0");
-  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
-                                                [](std::vector<Tensor>& ts) {
-                                                  add_table("rope_factors_long.weight", 32, 2)(ts);
-                                                  add_table("rope_factors_short.weight", 32,
-                                                            NAN)(ts);
-                                                }}),
+  EXPECT_CONTAINS(tables_error({{kLong, 32, 2}, {kShort, 32, NAN}}),
                   "rope_factors_short.weight has factor nan");
-  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {nullptr,
-                                                [](std::vector<Tensor>& ts) {
-                                                  add_table("rope_factors_long.weight", 32, 2)(ts);
-                                                  add_table("rope_factors_short.weight", 32, 1)(ts);
-                                                  add_table("rope_freqs.weight", 32, 1)(ts);
-                                                }}),
+  EXPECT_CONTAINS(tables_error({{kLong, 32, 2}, {kShort, 32, 1}, {"rope_freqs.weight", 32, 1}}),
                   "rope_freqs.weight and LongRoPE's rope_factors_long/short.weight are both");
-  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                                  w.set("phi3.rope.scaling.attn_factor",
-                                                        GgufWriteValue::f32(-1.0f));
-                                                },
-                                                nullptr}),
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf",
+                             set_key("phi3.rope.scaling.attn_factor", GgufWriteValue::f32(-1.0f))),
                   "phi3.rope.scaling.attn_factor -1 is out of range");
-  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                                  w.set("phi3.rope.scaling.original_context_length",
-                                                        GgufWriteValue::u32(0));
-                                                },
-                                                nullptr}),
+  EXPECT_CONTAINS(load_error("phi3-Q8_0.gguf", set_key("phi3.rope.scaling.original_context_length",
+                                                       GgufWriteValue::u32(0))),
                   "phi3.rope.scaling.original_context_length = 0 is out of range");
   // Both tables of the right shape, with their keys: it loads.
-  EXPECT_EQ(load_error("phi3-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                            w.set("phi3.rope.scaling.attn_factor",
-                                                  GgufWriteValue::f32(1.2f));
-                                            w.set("phi3.rope.scaling.original_context_length",
-                                                  GgufWriteValue::u32(64));
-                                          },
-                                          [](std::vector<Tensor>& ts) {
-                                            add_table("rope_factors_long.weight", 32, 2)(ts);
-                                            add_table("rope_factors_short.weight", 32, 1)(ts);
-                                          }}),
-            "");
+  Mutation both = set_key("phi3.rope.scaling.original_context_length", GgufWriteValue::u32(64));
+  both.tensors = add_tables({{kLong, 32, 2}, {kShort, 32, 1}});
+  EXPECT_EQ(load_error("phi3-Q8_0.gguf", both), "");
   EXPECT_CONTAINS(
       load_error("phi3-Q8_0.gguf", {nullptr, reshape("blk.1.attn_qkv.weight", {256, 500})}),
       "tensor 'blk.1.attn_qkv.weight' has shape [256, 500] but [256, 512] was expected");
@@ -137,11 +116,8 @@ TEST_F(ArchLoadTest, Phi3) {
 TEST_F(ArchLoadTest, Gemma2) {
   EXPECT_CONTAINS(load_error("gemma2-Q8_0.gguf", {nullptr, drop("blk.3.post_ffw_norm.weight")}),
                   "tensor 'blk.3.post_ffw_norm.weight' is missing");
-  EXPECT_CONTAINS(load_error("gemma2-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                                    w.set("gemma2.final_logit_softcapping",
-                                                          GgufWriteValue::f32(-0.4f));
-                                                  },
-                                                  nullptr}),
+  EXPECT_CONTAINS(load_error("gemma2-Q8_0.gguf",
+                             set_key("gemma2.final_logit_softcapping", GgufWriteValue::f32(-0.4f))),
                   "gemma2.final_logit_softcapping = -0.4");
 }
 
@@ -151,11 +127,8 @@ TEST_F(ArchLoadTest, Qwen2Moe) {
                   "tensor 'blk.1.ffn_gate_inp_shexp.weight' has shape [128]");
   EXPECT_CONTAINS(load_error("qwen2moe-Q8_0.gguf", {nullptr, drop("blk.0.ffn_down_shexp.weight")}),
                   "tensor 'blk.0.ffn_down_shexp.weight' is missing");
-  EXPECT_CONTAINS(load_error("qwen2moe-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                                      w.set("qwen2moe.expert_feed_forward_length",
-                                                            GgufWriteValue::u32(0));
-                                                    },
-                                                    nullptr}),
+  EXPECT_CONTAINS(load_error("qwen2moe-Q8_0.gguf", set_key("qwen2moe.expert_feed_forward_length",
+                                                           GgufWriteValue::u32(0))),
                   "qwen2moe.expert_feed_forward_length = 0 is out of range");
 }
 
@@ -172,11 +145,8 @@ TEST_F(ArchLoadTest, Deepseek2) {
                               },
                               nullptr}),
                   "expert_group_count 2 / expert_group_used_count 3 must be positive");
-  EXPECT_CONTAINS(load_error("deepseek2-Q8_0.gguf", {[](format::GgufWriter& w) {
-                                                       w.set("deepseek2.leading_dense_block_count",
-                                                             GgufWriteValue::u32(9));
-                                                     },
-                                                     nullptr}),
+  EXPECT_CONTAINS(load_error("deepseek2-Q8_0.gguf", set_key("deepseek2.leading_dense_block_count",
+                                                            GgufWriteValue::u32(9))),
                   "deepseek2.leading_dense_block_count = 9 is out of range [0, 3]");
 }
 

@@ -468,6 +468,16 @@ def random_tensors(rng):
     return tensors, mat, vec
 
 
+def random_model_tensors(rng, V, hidden):
+    """random_tensors with the embedding, the final norm and an untied head drawn."""
+    tensors, mat, vec = random_tensors(rng)
+    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
+                                            .astype(np.float32))
+    vec("model.norm.weight", hidden)
+    mat("lm_head.weight", V, hidden)
+    return tensors, mat, vec
+
+
 def finish_random(out_dir, tensors, cfg, family, rng, n_tokens=14):
     os.makedirs(out_dir, exist_ok=True)
     mhf.write_checkpoint(out_dir, tensors, 1)
@@ -485,11 +495,7 @@ def random_qwen3moe(out_dir, vocab_tokens, seed, dense):
     rng = np.random.default_rng(seed)
     V, hidden, H, KV, D, ffn, E, moe_ffn = len(vocab_tokens), 64, 4, 2, 32, 96, 8, 32
     L, step, mlp_only = (6, 2, [5]) if dense else (2, 1, [])
-    tensors, mat, vec = random_tensors(rng)
-    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
-                                            .astype(np.float32))
-    vec("model.norm.weight", hidden)
-    mat("lm_head.weight", V, hidden)
+    tensors, mat, vec = random_model_tensors(rng, V, hidden)
     for i in range(L):
         p = f"model.layers.{i}."
         vec(p + "input_layernorm.weight", hidden)
@@ -597,11 +603,7 @@ def random_deepseek3(out_dir, vocab_tokens, seed, yarn=False):
     rng = np.random.default_rng(seed)
     V, hidden, H, L = len(vocab_tokens), 64, 4, 3
     qr, kvr, nope, rd, vd, ffn, E, moe_ffn = 32, 32, 16, 8, 16, 96, 8, 32
-    tensors, mat, vec = random_tensors(rng)
-    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
-                                            .astype(np.float32))
-    vec("model.norm.weight", hidden)
-    mat("lm_head.weight", V, hidden)
+    tensors, mat, vec = random_model_tensors(rng, V, hidden)
     for i in range(L + 1):
         p = f"model.layers.{i}."
         vec(p + "input_layernorm.weight", hidden)
@@ -705,11 +707,7 @@ def random_phi3_longrope(out_dir, vocab_tokens, seed):
     V, hidden, H, KV, ffn, L = len(vocab_tokens), 128, 4, 2, 160, 2
     D = hidden // H
     rot = int(D * 0.75)
-    tensors, mat, vec = random_tensors(rng)
-    tensors["model.embed_tokens.weight"] = ("F32", rng.standard_normal((V, hidden))
-                                            .astype(np.float32))
-    vec("model.norm.weight", hidden)
-    mat("lm_head.weight", V, hidden)
+    tensors, mat, vec = random_model_tensors(rng, V, hidden)
     for i in range(L):
         p = f"model.layers.{i}."
         vec(p + "input_layernorm.weight", hidden)
