@@ -10,14 +10,17 @@
 //     --expert-parallel: moe-Q8_0, arch/qwen2moe-Q8_0, arch/deepseek2-Q8_0, qwen3moe-dense-f32):
 //     moe-Q8_0, arch/qwen2moe-Q8_0 (a shared expert with a sigmoid gate), arch/deepseek2-Q8_0 (MLA
 //     attention split by head, the latent replicated; a dense layer then MoE layers with shared
-//     experts) and, when the HF fixture directories are there (argv[2], made by tools/hf_fixtures),
-//     random/qwen3moe-dense-f32 (dense layers among MoE ones) and the MLA directories
-//     from-gguf/deepseek2-f32 (DeepSeek-V2), random/ deepseek3-f32 and random/deepseek3-yarn-f32
-//     (DeepSeek-V3, sigmoid grouped router, YaRN); PP=2 on llama-Q8_0 (also with a q8_0 KV cache),
-//     qwen2-Q8_0, llama-Q4_K_M, moe-Q8_0, arch/qwen2moe-Q8_0 and arch/deepseek2-Q8_0. -np 4: TP=2 x
-//     PP=2 on llama-Q8_0, qwen2-Q8_0, arch/deepseek2-Q8_0. llama-Q4_K_M is refused at TP=2 (its
-//     128-column wo shares are off the 256 block: tp_fault) and checked at PP=2. `tp_check FIXTURES
-//     HF_DIR MODEL.gguf` (by hand) checks only that model at TP=2 and PP=2. `tp_check FIXTURES
+//     experts), arch/gemma2-Q8_0 (soft-caps, post-norms; 0.1 x std, the 8-bit activation
+//     rounding's bound, as for qwen2moe) and, when the HF fixture directories are there (argv[2],
+//     made by tools/hf_fixtures), random/qwen3moe-dense-f32 (dense layers among MoE ones), the MLA
+//     directories from-gguf/deepseek2-f32 (DeepSeek-V2), random/ deepseek3-f32 and
+//     random/deepseek3-yarn-f32 (DeepSeek-V3, sigmoid grouped router, YaRN), and
+//     from-gguf/gemma2-f32 (gemma2's F32 dequantisation: within 0.02 x std); PP=2 on
+//     llama-Q8_0 (also with a q8_0 KV cache), qwen2-Q8_0, llama-Q4_K_M, moe-Q8_0,
+//     arch/qwen2moe-Q8_0 and arch/deepseek2-Q8_0. -np 4: TP=2 x PP=2 on llama-Q8_0, qwen2-Q8_0,
+//     arch/deepseek2-Q8_0. llama-Q4_K_M is refused at TP=2 (its 128-column wo shares are off the
+//     256 block: tp_fault) and checked at PP=2. `tp_check FIXTURES HF_DIR MODEL.gguf` (by hand)
+//     checks only that model at TP=2 and PP=2. `tp_check FIXTURES
 //     --quant DIR` (tp_quant_check, -np 2): TP=2 on the GPTQ/AWQ directories of
 //     tools/quant_fixtures/make_quant_fixtures.py --tp-shape (symmetric, zero-point, act-order,
 //     AWQ, 8-bit, F32 act-order fallback, Mixtral experts): column splits that keep the blocks are
@@ -31,7 +34,8 @@
 //     arch/deepseek2-Q8_0, whose KV bytes per token must stay the whole latent row while the
 //     equivalent MHA figure halves, and PP=2 on arch/gemma2-Q8_0, whose local and global
 //     layers keep two KV groups sharing arrays: each step message carries the local table,
-//     each stage maps its own layers to arrays, and TP=2 on random/phi3-longrope-f32 served at
+//     each stage maps its own layers to arrays, and TP=2 on from-gguf/gemma2-f32, its two KV
+//     groups split by head, and TP=2 on random/phi3-longrope-f32 served at
 //     max_model_len 64, its original context, where every rank must take the short LongRoPE
 //     table; -np 4: TP=2 x PP=2): token-identical to one process.
 // Exits 0 when every check passes; a failure makes rank 0 end the job non-zero.
@@ -308,14 +312,18 @@ int main(int argc, char** argv) {
     // stays within 5e-4 x std at TP=2, so the split itself is exact; hence the activation-rounding
     // bound hf_quant_test uses, 0.1 x std.
     logit_loads.push_back({.name = "arch/qwen2moe-Q8_0", .tp = 2, .pp = 1, .limit = 0.1});
+    // gemma2 likewise: 6.5e-2 x std on p1 at TP=2 (greedy tokens identical), while its F32
+    // dequantisation (from-gguf/gemma2-f32 below) stays within 8.5e-4 x std: 0.1.
+    logit_loads.push_back({.name = "arch/gemma2-Q8_0", .tp = 2, .pp = 1, .limit = 0.1});
     // The MoE models again with whole experts per rank (--expert-parallel).
     for (const char* m : {"moe-Q8_0", "arch/qwen2moe-Q8_0", "arch/deepseek2-Q8_0"})
       logit_loads.push_back({.name = m, .tp = 2, .pp = 1, .ep = true});
     logit_loads.push_back({"llama-Q8_0", 2, 1, tensor::DType::kQ8_0});
     logit_loads.push_back({"arch/deepseek2-Q8_0", 2, 1});
     if (have_hf) {
-      for (const char* m : {"hf:random/qwen3moe-dense-f32", "hf:from-gguf/deepseek2-f32",
-                            "hf:random/deepseek3-f32", "hf:random/deepseek3-yarn-f32"})
+      for (const char* m :
+           {"hf:random/qwen3moe-dense-f32", "hf:from-gguf/deepseek2-f32", "hf:random/deepseek3-f32",
+            "hf:random/deepseek3-yarn-f32", "hf:from-gguf/gemma2-f32"})
         logit_loads.push_back({m, 2, 1});
       logit_loads.push_back({.name = "hf:random/qwen3moe-dense-f32", .tp = 2, .pp = 1, .ep = true});
     }
@@ -335,6 +343,9 @@ int main(int argc, char** argv) {
       // rotate by the long one).
       engine_loads.push_back(
           {.name = "hf:random/phi3-longrope-f32", .tp = 2, .pp = 1, .max_model_len = 64});
+      // A hybrid model's two KV groups split by head (gemma2 in F32: no activation rounding for
+      // the split's summation order to tip, so greedy near-ties stay as one process breaks them).
+      engine_loads.push_back({"hf:from-gguf/gemma2-f32", 2, 1});
     }
   } else {
     for (const char* m : {"llama-Q8_0", "qwen2-Q8_0", "arch/deepseek2-Q8_0"})
