@@ -25,7 +25,7 @@ struct HfRopeScaling {
   std::optional<double> high_freq_factor;  // llama3
   std::optional<int64_t> original_max_position_embeddings;
   std::optional<double> beta_fast, beta_slow;     // yarn
-  std::optional<double> attention_factor;         // yarn: the whole cos/sin scale
+  std::optional<double> attention_factor;         // yarn, longrope: the whole cos/sin scale
   std::optional<double> mscale, mscale_all_dim;   // yarn (DeepSeek): not supported
   std::vector<double> long_factor, short_factor;  // longrope (older name: su): per-pair divisors
 };
