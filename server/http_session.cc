@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -36,7 +37,8 @@ HttpSession::HttpSession(net::ip::tcp::socket socket, ServerState& state, Router
       write_timer_(executor_),
       state_(state),
       router_(router),
-      in_(static_cast<std::size_t>(state.config().max_header_bytes) + kMaxPipelined + kReadChunk) {}
+      in_(static_cast<std::size_t>(state.config().max_header_bytes) + kMaxPipelined + kReadChunk),
+      read_buf_(kReadChunk) {}
 
 HttpSession::~HttpSession() {
   if (session_id_ != 0) {
@@ -104,7 +106,7 @@ void HttpSession::do_read() {
   const std::size_t room = in_.max_size() - in_.size();
   if (room == 0) return;  // pipelined input backs up; resumes after this response
   reading_ = true;
-  socket_.async_read_some(in_.prepare(std::min(room, kReadChunk)),
+  socket_.async_read_some(net::buffer(read_buf_.data(), std::min(room, read_buf_.size())),
                           net::bind_executor(executor_, [self = shared_from_this()](
                                                             const error_code& ec, std::size_t n) {
                             self->on_read(ec, n);
@@ -118,6 +120,8 @@ void HttpSession::on_read(const error_code& ec, std::size_t n) {
     on_peer_closed(AbortCause::kClientDisconnect);
     return;
   }
+  // Fits: in_ only shrank since the read asked for at most its room.
+  net::buffer_copy(in_.prepare(n), net::buffer(read_buf_.data(), n));
   in_.commit(n);
   switch (phase_) {
     case Phase::kReading:

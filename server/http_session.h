@@ -101,7 +101,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   uint64_t session_id_ = 0;
 
   Phase phase_ = Phase::kReading;
+  // Received bytes not parsed yet. A read lands in read_buf_ and is appended on completion: the
+  // parser consumes from in_ while a read is outstanding (requests are handled with a read kept
+  // pending), and a flat_buffer moves its bytes when consumed, so a read into in_.prepare()
+  // would land where in_ no longer looks (its stale bytes parsed again as a request).
   boost::beast::flat_buffer in_;
+  std::vector<char> read_buf_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool header_checked_ = false;
   bool request_started_ = false;  // bytes of the current request have arrived

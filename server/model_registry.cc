@@ -24,6 +24,8 @@ std::string_view to_string(ModelState state) {
       return "loading";
     case ModelState::kLoaded:
       return "loaded";
+    case ModelState::kUnloading:
+      return "unloading";
   }
   return "unloaded";
 }
@@ -70,6 +72,7 @@ struct ModelRegistry::Core : std::enable_shared_from_this<ModelRegistry::Core> {
   struct LoadTask {
     size_t index;
     std::vector<std::unique_ptr<Engine>> evicted;  // destroyed before the load starts
+    std::vector<size_t> evicted_entries;           // theirs, kUnloading until then
   };
   std::deque<LoadTask> tasks;
   bool stopping = false;  // drain: no new acquires
@@ -115,26 +118,40 @@ struct ModelRegistry::Core : std::enable_shared_from_this<ModelRegistry::Core> {
   void run_worker();
   void load(LoadTask task);
 
+  // Destroys `engines` (off mu), then marks `indices` unloaded where they are still unloading (a
+  // request may have started a new load meanwhile).
+  void finish_unloading(std::vector<std::unique_ptr<Engine>>& engines,
+                        const std::vector<size_t>& indices) {
+    destroy_engines(engines);
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i : indices) {
+      if (entries[i].state == ModelState::kUnloading) entries[i].state = ModelState::kUnloaded;
+    }
+  }
+
   size_t unload_idle() {
     std::vector<std::unique_ptr<Engine>> idle;
+    std::vector<size_t> indices;
     {
       std::lock_guard<std::mutex> lock(mu);
       // While draining the engines stay put (drain() holds pointers to them).
       if (options.idle_unload.count() <= 0 || stopping) return 0;
       const Clock::time_point t = now();
-      for (Entry& e : entries) {
+      for (size_t i = 0; i < entries.size(); ++i) {
+        Entry& e = entries[i];
         if (e.state == ModelState::kLoaded && e.leases == 0 &&
             t - e.last_used >= options.idle_unload) {
           spdlog::info(
               "model '{}' idle for {} ms: unloading", e.source.name,
               std::chrono::duration_cast<std::chrono::milliseconds>(t - e.last_used).count());
-          e.state = ModelState::kUnloaded;
+          e.state = ModelState::kUnloading;
           idle.push_back(std::move(e.engine));
+          indices.push_back(i);
         }
       }
     }
     const size_t n = idle.size();
-    destroy_engines(idle);
+    finish_unloading(idle, indices);
     return n;
   }
 };
@@ -176,7 +193,7 @@ void ModelRegistry::Core::run_worker() {
 }
 
 void ModelRegistry::Core::load(LoadTask task) {
-  destroy_engines(task.evicted);
+  finish_unloading(task.evicted, task.evicted_entries);
   EngineFactory factory;
   std::string name;
   {
@@ -334,7 +351,7 @@ void ModelRegistry::acquire(const std::string& name, AcquireCallback done) {
     return;
   }
   // Unloaded: make room within max_loaded_models (least recently used idle model first).
-  Core::LoadTask task{*found, {}};
+  Core::LoadTask task{*found, {}, {}};
   const int32_t max_loaded = c.options.max_loaded_models;
   if (max_loaded > 0) {
     int32_t in_memory = 0;
@@ -360,8 +377,9 @@ void ModelRegistry::acquire(const std::string& name, AcquireCallback done) {
       }
       spdlog::info("unloading model '{}' (least recently used) to load '{}'", victim->source.name,
                    name);
-      victim->state = ModelState::kUnloaded;
+      victim->state = ModelState::kUnloading;
       task.evicted.push_back(std::move(victim->engine));
+      task.evicted_entries.push_back(static_cast<size_t>(victim - c.entries.data()));
     }
   }
   e.state = ModelState::kLoading;

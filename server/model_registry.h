@@ -36,9 +36,11 @@ struct ModelSource {
   std::vector<std::string> lora_names;
 };
 
-enum class ModelState { kUnloaded, kLoading, kLoaded };
+// kUnloading: no new requests, its engine being shut down and freed (unloaded once its memory is
+// given back, so a client that sees "unloaded" sees the memory returned).
+enum class ModelState { kUnloaded, kLoading, kLoaded, kUnloading };
 
-// "unloaded", "loading", "loaded" (the /v1/models `status` values).
+// "unloaded", "loading", "loaded", "unloading" (the /v1/models `status` values).
 std::string_view to_string(ModelState state);
 
 struct ModelRegistryOptions {

@@ -190,6 +190,32 @@ TEST(HttpServer, KeepAliveAndPipelining) {
   EXPECT_EQ(c.read_response().status, 200);
 }
 
+// A request that arrives while the one before it is being answered (read during the handling)
+// and one sent after both answers: each gets its own response. Reads once landed where the parse
+// buffer had been before the parser consumed it, so the third request was answered as a second
+// copy of the second (a /v1/models request got /metrics' body; seen under the multi-model test).
+TEST(HttpServer, ARequestReadWhileAnsweringLeavesTheNextOneIntact) {
+  FakeEngineOptions eo;
+  eo.tick = 20ms;  // the chat's 8 tokens take ~160 ms
+  Server s({}, eo);
+  RawClient c(s.port());
+  ASSERT_TRUE(c.send(http_post("/v1/chat/completions", chat_body(8).dump())));
+  std::this_thread::sleep_for(50ms);  // the chat is being answered
+  ASSERT_TRUE(c.send(http_get("/metrics")));
+  const RawResponse chat = c.read_response();
+  EXPECT_EQ(chat.status, 200);
+  EXPECT_EQ(json::parse(chat.body)["object"], "chat.completion");
+  const RawResponse metrics = c.read_response();
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("# HELP"), std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(http_get("/v1/models")));
+    const RawResponse models = c.read_response();
+    EXPECT_EQ(models.status, 200);
+    EXPECT_EQ(models.headers.at("content-type"), "application/json") << models.body.substr(0, 80);
+  }
+}
+
 TEST(HttpServer, HostileRequestsGetTheRight4xxAndTheServerStaysUp) {
   ServerConfig cfg;
   cfg.max_body_bytes = 256 * 1024;
