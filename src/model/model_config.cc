@@ -45,21 +45,19 @@ Status validate_config(const ModelConfig& c) {
     return invalid_argument("rope.scaling.original_context_length {} is out of range [0, {}]",
                             c.rope_orig_ctx, L::kMaxContext);
   }
-  if (c.rope_ext_factor != 0.0f && (!(c.rope_attn_factor > 0) || !(c.rope_yarn_beta_fast > 0) ||
-                                    !(c.rope_yarn_beta_slow > 0) || c.rope_orig_ctx <= 0)) {
+  // (attn_factor and the original context's upper bound are checked above for every model.)
+  if (c.rope_ext_factor != 0.0f &&
+      (!(c.rope_yarn_beta_fast > 0) || !(c.rope_yarn_beta_slow > 0) || c.rope_orig_ctx <= 0)) {
     return invalid_argument(
-        "rope scaling (yarn): attn_factor {}, beta_fast {}, beta_slow {}, original context {} "
-        "must be positive",
-        c.rope_attn_factor, c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, c.rope_orig_ctx);
+        "rope scaling (yarn): beta_fast {}, beta_slow {}, original context {} must be positive",
+        c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, c.rope_orig_ctx);
   }
   if (c.rope_ext_factor != 0.0f &&
-      (c.rope_yarn_beta_fast > L::kMaxRopeScaling || c.rope_yarn_beta_slow > L::kMaxRopeScaling ||
-       c.rope_orig_ctx > L::kMaxContext)) {
+      (c.rope_yarn_beta_fast > L::kMaxRopeScaling || c.rope_yarn_beta_slow > L::kMaxRopeScaling)) {
     return invalid_argument(
-        "rope scaling (yarn): beta_fast {}, beta_slow {} (at most {}), original context {} (at "
-        "most {}) are out of range",
-        c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, L::kMaxRopeScaling, c.rope_orig_ctx,
-        L::kMaxContext);
+        "rope scaling (yarn): beta_fast {}, beta_slow {} (at most {}) are out "
+        "of range",
+        c.rope_yarn_beta_fast, c.rope_yarn_beta_slow, L::kMaxRopeScaling);
   }
   if (!(c.rope_yarn_log_mul >= 0) || c.rope_yarn_log_mul > L::kMaxRopeScaling) {
     return invalid_argument("rope.scaling.yarn_log_multiplier {} is out of range [0, {}]",

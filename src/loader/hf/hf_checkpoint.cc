@@ -165,6 +165,10 @@ Status yarn_from_hf(const format::HfRopeScaling& s, ModelConfig& c) {
 // original_max_position_embeddings (Phi3Config's default 4096; rope_scaling's own when only it
 // has one); the cos/sin scale rope_scaling.attention_factor, else sqrt(1 + ln(s) / ln(original))
 // for s = max_position_embeddings / original when s > 1 (else 1), under both tables.
+bool is_longrope(const format::HfRopeScaling& s) {
+  return s.type == "longrope" || s.type == "su";
+}
+
 Status longrope_from_hf(const format::HfConfig& hf, const format::HfRopeScaling& s,
                         ModelConfig& c) {
   if (c.arch != "phi3") {
@@ -535,7 +539,7 @@ Result<ModelConfig> model_config_from(const format::HfConfig& hf, const ArchMap&
       }
     } else if (s.type == "yarn") {
       PAGODA_RETURN_IF_ERROR(yarn_from_hf(s, c));
-    } else if (s.type == "longrope" || s.type == "su") {
+    } else if (is_longrope(s)) {
       PAGODA_RETURN_IF_ERROR(longrope_from_hf(hf, s, c));
     } else if (s.type != "default" && s.type != "none") {
       return unimplemented(
@@ -806,31 +810,15 @@ Status HfCheckpoint::map_tensors() {
   if (hf_config_.rope_scaling && hf_config_.rope_scaling->type == "llama3") {
     rope_freq_factors_ =
         llama3_rope_factors(*hf_config_.rope_scaling, config_.rope_theta, config_.rope_dims);
-    HfTensor r;
-    r.gguf_name = "rope_freqs.weight";
-    r.dtype = tensor::DType::kF32;
-    r.n_dims = 1;
-    r.dims[0] = static_cast<int64_t>(rope_freq_factors_.size());
-    r.data = reinterpret_cast<const uint8_t*>(rope_freq_factors_.data());
-    r.size_bytes = rope_freq_factors_.size() * sizeof(float);
-    tensors_.push_back(std::move(r));
+    add_f32_tensor("rope_freqs.weight", rope_freq_factors_);
   }
-  if (hf_config_.rope_scaling &&
-      (hf_config_.rope_scaling->type == "longrope" || hf_config_.rope_scaling->type == "su")) {
+  if (hf_config_.rope_scaling && is_longrope(*hf_config_.rope_scaling)) {
     // LongRoPE's tables as llama.cpp's converter writes them (F32; the decoder picks one).
     for (const auto& [name, factors] :
          {std::pair{"rope_factors_long.weight", &hf_config_.rope_scaling->long_factor},
           std::pair{"rope_factors_short.weight", &hf_config_.rope_scaling->short_factor}}) {
-      std::vector<float> values(factors->begin(), factors->end());
-      HfTensor r;
-      r.gguf_name = name;
-      r.dtype = tensor::DType::kF32;
-      r.n_dims = 1;
-      r.dims[0] = static_cast<int64_t>(values.size());
-      r.data = reinterpret_cast<const uint8_t*>(values.data());
-      r.size_bytes = values.size() * sizeof(float);
-      owned_.push_back(std::move(values));  // (the buffer moves with the vector)
-      tensors_.push_back(std::move(r));
+      owned_.emplace_back(factors->begin(), factors->end());
+      add_f32_tensor(name, owned_.back());
     }
   }
   if (hf_config_.rope_scaling && hf_config_.rope_scaling->type == "linear") {
@@ -866,6 +854,17 @@ Status HfCheckpoint::add_one(HfTensor& t) {
   t.size_bytes = values.size() * sizeof(float);
   owned_.push_back(std::move(values));  // the buffer moves with the vector: t.data stays valid
   return Status();
+}
+
+void HfCheckpoint::add_f32_tensor(std::string name, const std::vector<float>& values) {
+  HfTensor r;
+  r.gguf_name = std::move(name);
+  r.dtype = tensor::DType::kF32;
+  r.n_dims = 1;
+  r.dims[0] = static_cast<int64_t>(values.size());
+  r.data = reinterpret_cast<const uint8_t*>(values.data());
+  r.size_bytes = values.size() * sizeof(float);
+  tensors_.push_back(std::move(r));
 }
 
 const HfTensor* HfCheckpoint::find(std::string_view gguf_name) const {

@@ -106,6 +106,9 @@ class HfCheckpoint {
 
   // Replaces a Gemma norm weight w by an F32 copy of 1 + w owned by the checkpoint.
   Status add_one(HfTensor& t);
+  // A computed 1-D F32 tensor over `values`, which the checkpoint keeps (rope_freq_factors_,
+  // owned_; a vector's buffer stays put when the vector moves).
+  void add_f32_tensor(std::string name, const std::vector<float>& values);
 
   std::string dir_;
   format::HfConfig hf_config_;
